@@ -1,0 +1,219 @@
+"""The Python API: the same walk as ``scrapy crawl sitewalk``, run from a program."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scrapy import signals
+from scrapy.settings import Settings
+from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
+
+from sitewalk.config import WalkConfig
+from sitewalk.exceptions import SeedError, SitewalkError
+from sitewalk.items import Match, Page, Report
+
+__all__ = ["grep", "grep_async", "walk", "walk_async"]
+
+_REACTOR_LOCK = threading.Lock()
+
+
+def walk(
+    seed: str | None = None,
+    *,
+    on_page: Callable[[Page], Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Report:
+    """Walk the site from ``seed`` and return the report; blocks until the walk ends.
+
+    ``options`` are the walk's arguments (``max_depth``, ``max_pages``, ``delay``, ``deadline``,
+    ``max_bytes``, ``report``, ``headers``, ``config`` = a TOML path or a mapping, ...);
+    ``settings`` are Scrapy settings (e.g. ``{"SITEWALK_GUARD_ALLOW_NETWORKS": "10.0.0.0/8"}``).
+    ``on_page(page)`` is called for every fetched page, in fetch order, on the walk's event loop
+    thread; returning ``False`` stops the walk (``stopped == "callback"``) and nothing after that
+    page is requested. Raises :class:`SeedError` when the seed cannot be fetched and
+    :class:`SitewalkError` for invalid arguments. Can be called any number of times per process.
+    """
+    report, _ = _run_blocking(_options(seed, options), on_page, settings, collect=False)
+    return report
+
+
+async def walk_async(
+    seed: str | None = None,
+    *,
+    on_page: Callable[[Page], Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Report:
+    """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
+    report, _ = await _run_async(_options(seed, options), on_page, settings, collect=False)
+    return report
+
+
+def grep(
+    seed: str | None = None,
+    pattern: str | None = None,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> tuple[list[Match], Report]:
+    """Search the visible text of every page for ``pattern``; returns the matches and the report.
+
+    Options as for :func:`walk` plus ``max_matches``, ``ignore_case``, ``fixed_strings`` and
+    ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``).
+    """
+    report, matches = _run_blocking(_options(seed, {**options, "grep": pattern}), None, settings, collect=True)
+    return matches, report
+
+
+async def grep_async(
+    seed: str | None = None,
+    pattern: str | None = None,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> tuple[list[Match], Report]:
+    """:func:`grep` for asyncio programs."""
+    report, matches = await _run_async(
+        _options(seed, {**options, "grep": pattern}), None, settings, collect=True
+    )
+    return matches, report
+
+
+def _options(seed: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    values = {key: value for key, value in options.items() if value is not None}
+    if seed is not None:
+        values["seed"] = seed
+    WalkConfig.from_mapping(values)  # bad input fails here, before anything starts
+    return values
+
+
+def _settings(overrides: Mapping[str, Any] | None) -> Settings:
+    settings = Settings()
+    settings.setmodule("sitewalk.settings", priority="project")
+    if overrides:
+        settings.setdict(dict(overrides), priority="cmdline")
+    return settings
+
+
+async def _crawl(
+    options: dict[str, Any],
+    on_page: Callable[[Page], Any] | None,
+    overrides: Mapping[str, Any] | None,
+    collect: bool,
+) -> tuple[Report, list[Any]]:
+    from scrapy.crawler import AsyncCrawlerRunner
+
+    from sitewalk.spiders.sitewalk import SitewalkSpider
+
+    settings = _settings(overrides)
+    _install_resolver(settings)
+    runner = AsyncCrawlerRunner(settings)
+    crawler = runner.create_crawler(SitewalkSpider)
+    items: list[Any] = []
+
+    def item_scraped(item: Any) -> None:
+        items.append(item)
+
+    if collect:
+        crawler.signals.connect(item_scraped, signal=signals.item_scraped)
+    await runner.crawl(crawler, on_page=on_page, **options)
+    spider: SitewalkSpider = crawler.spider  # type: ignore[assignment]
+    if spider.seed_error is not None:
+        raise SeedError(spider.seed_error)
+    assert spider.report is not None
+    return spider.report, items
+
+
+def _install_resolver(settings: Settings) -> None:
+    """Scrapy installs TWISTED_DNS_RESOLVER only in CrawlerProcess; the API does it here."""
+    from sitewalk import guard
+
+    guard.install_guard_resolver(settings)
+
+
+# -- one Twisted reactor per process, on an asyncio loop --------------------------------------
+
+
+def _reactor_loop() -> asyncio.AbstractEventLoop | None:
+    if not is_reactor_installed():
+        return None
+    if not is_asyncio_reactor_installed():
+        raise SitewalkError(
+            "sitewalk needs Twisted's asyncio reactor, but another reactor is installed in this process"
+        )
+    from twisted.internet import reactor
+
+    return reactor._asyncioEventloop  # type: ignore[attr-defined,no-any-return]
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The reactor's loop, started in a daemon thread on first use when no reactor exists."""
+    with _REACTOR_LOCK:
+        loop = _reactor_loop()
+        if loop is not None:
+            return loop
+        from twisted.internet import asyncioreactor
+
+        loop = asyncio.new_event_loop()
+        asyncioreactor.install(eventloop=loop)
+        from twisted.internet import reactor
+
+        ready = threading.Event()
+        reactor.callWhenRunning(ready.set)  # type: ignore[attr-defined]
+        thread = threading.Thread(
+            target=reactor.run,  # type: ignore[attr-defined]
+            kwargs={"installSignalHandlers": False},
+            name="sitewalk-reactor",
+            daemon=True,
+        )
+        thread.start()
+        ready.wait()
+        return loop
+
+
+def _run_blocking(
+    options: dict[str, Any], on_page: Callable[[Page], Any] | None, settings: Mapping[str, Any] | None, collect: bool
+) -> tuple[Report, list[Any]]:
+    loop = _reactor_loop() or _background_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        raise SitewalkError("walk() would block the event loop it needs; use 'await walk_async(...)' here")
+    if not loop.is_running():
+        raise SitewalkError(
+            "the event loop sitewalk's reactor was installed on has stopped; run walks from one loop, "
+            "or use walk() only"
+        )
+    future = asyncio.run_coroutine_threadsafe(_crawl(options, on_page, settings, collect), loop)
+    return future.result()
+
+
+async def _run_async(
+    options: dict[str, Any], on_page: Callable[[Page], Any] | None, settings: Mapping[str, Any] | None, collect: bool
+) -> tuple[Report, list[Any]]:
+    running = asyncio.get_running_loop()
+    with _REACTOR_LOCK:
+        loop = _reactor_loop()
+        if loop is None:
+            # Share the caller's loop: install the reactor on it and mark it running, so
+            # startup triggers (e.g. the DNS thread pool) fire without reactor.run().
+            from twisted.internet import asyncioreactor
+
+            asyncioreactor.install(eventloop=running)
+            from twisted.internet import reactor
+
+            reactor.startRunning(installSignalHandlers=False)  # type: ignore[attr-defined]
+            loop = running
+    if loop is running:
+        return await _crawl(options, on_page, settings, collect)
+    if not loop.is_running():
+        raise SitewalkError("the event loop sitewalk's reactor was installed on has stopped")
+    return await asyncio.wrap_future(
+        asyncio.run_coroutine_threadsafe(_crawl(options, on_page, settings, collect), loop)
+    )

@@ -1,0 +1,1 @@
+"""sitewalk's Scrapy commands (COMMANDS_MODULE)."""

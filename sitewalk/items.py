@@ -1,0 +1,111 @@
+"""What a walk produces: pages for the consumers, index/match/extract items for feeds, the report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report"]
+
+
+@dataclass
+class Page:
+    """One fetched page, as every consumer sees it (not exported as such: it carries the body)."""
+
+    url: str
+    final_url: str
+    status: int
+    byte_count: int
+    depth: int
+    content_type: str | None
+    title: str | None
+    found_on: str | None
+    headers: dict[str, str]
+    body: bytes
+    encoding: str | None = None
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in ("text/html", "application/xhtml+xml")
+
+    @property
+    def text(self) -> str:
+        """The body decoded with the page's declared or detected charset."""
+        from w3lib.encoding import html_to_unicode
+
+        _, text = html_to_unicode(self.headers.get("Content-Type"), self.body)
+        return text
+
+
+@dataclass
+class IndexEntry:
+    """The index consumer's item: one per fetched page, in fetch order."""
+
+    url: str
+    final_url: str
+    status: int
+    byte_count: int
+    depth: int
+    content_type: str | None
+    title: str | None
+    found_on: str | None
+
+    @classmethod
+    def from_page(cls, page: Page) -> IndexEntry:
+        return cls(
+            url=page.url,
+            final_url=page.final_url,
+            status=page.status,
+            byte_count=page.byte_count,
+            depth=page.depth,
+            content_type=page.content_type,
+            title=page.title,
+            found_on=page.found_on,
+        )
+
+
+@dataclass
+class Match:
+    """The grep consumer's item: one matching line of a page's text."""
+
+    url: str
+    line: int
+    text: str
+    before: list[str]
+    after: list[str]
+    depth: int
+
+
+@dataclass
+class Extract:
+    """The extract consumer's item: the values a selector found on one page."""
+
+    url: str
+    depth: int
+    values: list[str]
+
+
+@dataclass
+class Report:
+    """How a walk went; the same fields as the report JSON."""
+
+    seed: str
+    origin: str | None
+    fetched: int = 0
+    stopped: str | None = None
+    failures: list[dict[str, str | None]] = field(default_factory=list)
+    robots_skipped: list[str] = field(default_factory=list)
+    unvisited: list[str] = field(default_factory=list)
+    bytes: int = 0
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """The one line logged at the end of every walk."""
+        return (
+            f"{self.fetched} pages, {self.bytes} bytes in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
+            f"stopped: {self.stopped or 'no (ran out of pages)'}; failures: {len(self.failures)}; "
+            f"robots_skipped: {len(self.robots_skipped)}; unvisited: {len(self.unvisited)}"
+        )

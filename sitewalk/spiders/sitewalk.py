@@ -1,0 +1,235 @@
+"""The walk: breadth-first, same origin, one page at a time, each page handed to the consumers."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from sitewalk import failures
+from sitewalk.config import WalkConfig
+from sitewalk.items import Page, Report
+from sitewalk.links import page_links, page_title
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator, Callable
+
+    from scrapy.crawler import Crawler
+
+    from sitewalk.downloadermiddlewares import SameOriginMiddleware
+    from sitewalk.dupefilters import WalkDupeFilter
+    from sitewalk.extensions import WalkBudget
+
+__all__ = ["SitewalkSpider"]
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+class SitewalkSpider(Spider):
+    """Walks one site from ``seed``; arguments are the fields of :class:`~sitewalk.config.WalkConfig`.
+
+    The frontier is a FIFO of ``(url, depth, found_on)`` held here, not in Scrapy's scheduler: the
+    next request is released only after the previous page went through every consumer (item
+    pipelines) or was recorded as a failure, so a stop — by a budget, a consumer or a signal — is
+    followed by no further request. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``,
+    ``sitewalk_seed`` (the seed and its redirect hops, which may leave the seed's origin).
+    """
+
+    name = "sitewalk"
+
+    def __init__(self, *args: Any, on_page: Callable[[Page], Any] | None = None, **kwargs: Any):
+        super().__init__()
+        self.config: WalkConfig = WalkConfig.from_mapping(kwargs)
+        self.on_page = on_page
+        self.frontier: deque[tuple[str, int, str | None]] = deque()
+        self.failures: list[dict[str, str | None]] = []
+        self.robots_skipped: list[str] = []
+        self.seed_error: str | None = None
+        self.report: Report | None = None
+        self._turn: asyncio.Future[None] | None = None
+        self._inflight: Request | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitewalkSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.config.headers:
+            headers = dict(crawler.settings.getdict("DEFAULT_REQUEST_HEADERS"))
+            headers.update(spider.config.headers)
+            crawler.settings.set("DEFAULT_REQUEST_HEADERS", headers, priority="spider")
+        crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
+        return spider
+
+    # The components this spider works with; looked up once the engine has built them.
+    @property
+    def budget(self) -> WalkBudget:
+        from sitewalk.extensions import WalkBudget
+
+        budget = self.crawler.get_extension(WalkBudget)
+        assert budget is not None, "sitewalk.extensions.WalkBudget must be enabled"
+        return budget
+
+    @property
+    def origin(self) -> SameOriginMiddleware:
+        from sitewalk.downloadermiddlewares import SameOriginMiddleware
+
+        middleware = self.crawler.get_downloader_middleware(SameOriginMiddleware)
+        assert middleware is not None, "sitewalk.downloadermiddlewares.SameOriginMiddleware must be enabled"
+        return middleware
+
+    @property
+    def dupefilter(self) -> WalkDupeFilter:
+        dupefilter = self.crawler.engine._slot.scheduler.df  # type: ignore[union-attr]
+        return dupefilter  # type: ignore[no-any-return]
+
+    async def start(self) -> AsyncIterator[Request]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        seed = self.config.seed
+        self.dupefilter.add(seed)
+        self.frontier.append((seed, 0, None))
+        while True:
+            reason = self.budget.reason_to_stop()
+            if reason is not None or not self.frontier:
+                self.budget.finish(reason if self.frontier else None)
+                return
+            await self.budget.wait_turn()
+            reason = self.budget.reason_to_stop()
+            if reason is not None:
+                self.budget.finish(reason)
+                return
+            url, depth, found_on = self.frontier.popleft()
+            self._turn = loop.create_future()
+            self._inflight = request = Request(
+                url,
+                callback=self.parse,
+                errback=self.errback,
+                meta={
+                    "sitewalk_depth": depth,
+                    "sitewalk_found_on": found_on,
+                    "sitewalk_seed": depth == 0,
+                },
+            )
+            yield request
+            await self._turn
+            if self.seed_error is not None:
+                self.budget.finish(None)
+                return
+
+    def unvisited(self) -> list[str]:
+        return [url for url, _, _ in self.frontier]
+
+    def _settle(self) -> None:
+        self._inflight = None
+        if self._turn is not None and not self._turn.done():
+            self._turn.set_result(None)
+
+    async def parse(self, response: Response) -> list[Any]:
+        try:
+            await self._handle_page(response)
+        finally:
+            self._settle()
+        return []
+
+    async def _handle_page(self, response: Response) -> None:
+        request = response.request
+        assert request is not None
+        meta = response.meta
+        depth: int = meta["sitewalk_depth"]
+        url: str = meta.get("redirect_urls", [response.url])[0]
+        if meta.get("sitewalk_seed"):
+            self.origin.set_origin(response.url)
+        content_type = _media_type(response)
+        root = None
+        if content_type in _HTML_TYPES and response.body:
+            root = response.selector.root
+        page = Page(
+            url=url,
+            final_url=response.url,
+            status=response.status,
+            byte_count=len(response.body),
+            depth=depth,
+            content_type=content_type,
+            title=page_title(root) if root is not None else None,
+            found_on=meta.get("sitewalk_found_on"),
+            headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
+            body=response.body,
+            encoding=getattr(response, "encoding", None),
+        )
+        self.budget.page_fetched(page.byte_count, depth)
+        await self.crawler.engine.scraper.start_itemproc_async(page, response=response)
+        if root is None or not 200 <= response.status < 300 or depth >= self.config.max_depth:
+            return
+        seen = self.dupefilter
+        same_origin = self.origin.allows
+        for link in page_links(root, response.url):
+            if same_origin(link) and seen.add(link):
+                self.frontier.append((link, depth + 1, response.url))
+
+    def errback(self, failure: Failure) -> None:
+        try:
+            self._handle_failure(failure)
+        finally:
+            self._settle()
+
+    def _handle_failure(self, failure: Failure) -> None:
+        request: Request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta
+        url = meta.get("redirect_urls", [request.url])[0]
+        if failures.is_robots_refusal(failure):
+            if meta.get("sitewalk_seed"):
+                self.seed_error = (
+                    f"seed {url} is disallowed by the site's robots.txt "
+                    "(set -s ROBOTSTXT_OBEY=false to fetch it anyway)"
+                )
+            else:
+                self.robots_skipped.append(url)
+            return
+        cut = self.budget.cut_off(failure, request)
+        reason = cut or failures.describe(failure, request)
+        if meta.get("sitewalk_seed"):
+            self.seed_error = f"seed {url} could not be fetched: {reason}"
+            return
+        self.failures.append({"url": url, "reason": reason, "found_on": meta.get("sitewalk_found_on")})
+
+    def request_dropped(self, request: Request) -> None:
+        """A redirect led to a URL already known: a loop is a failure, any other is a duplicate."""
+        if request.meta.get("sitewalk_depth") is None:
+            return
+        chain = request.meta.get("redirect_urls", [])
+        url = chain[0] if chain else request.url
+        if request.url in chain:
+            hops = " -> ".join([*chain, request.url])
+            reason = f"redirect loop: {hops}"
+            if request.meta.get("sitewalk_seed"):
+                self.seed_error = f"seed {url} could not be fetched: {reason}"
+            else:
+                self.failures.append({"url": url, "reason": reason, "found_on": request.meta.get("sitewalk_found_on")})
+        else:
+            self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
+        self._settle()
+
+    def build_report(self, stopped: str | None, elapsed: float) -> Report:
+        return Report(
+            seed=self.config.seed,
+            origin=self.origin.origin,
+            fetched=self.budget.pages,
+            stopped=stopped,
+            failures=list(self.failures),
+            robots_skipped=list(self.robots_skipped),
+            unvisited=self.unvisited() if stopped else [],
+            bytes=self.budget.bytes,
+            elapsed_s=round(elapsed, 3),
+        )
+
+
+def _media_type(response: Response) -> str | None:
+    value = response.headers.get(b"Content-Type")
+    if not value:
+        return None
+    media_type = value.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media_type or None

@@ -1,0 +1,88 @@
+"""Fixtures: a local site in a subprocess (with its request log) and ways to walk it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+# The address guard is on everywhere; the suite's own site is on loopback, so it is allowed here
+# (and only 127.0.0.1: tests of the guard rely on 127.0.0.2 staying refused).
+LOOPBACK = {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,::1/128"}
+
+
+class Site:
+    """A running mock site: ``site.url`` is its origin, ``site("/a")`` a URL on it."""
+
+    def __init__(self, spec: dict[str, Any], workdir: Path, host: str = "127.0.0.1") -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        spec_path = workdir / "spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        self.log_path = workdir / "requests.jsonl"
+        self.log_path.touch()
+        self._process = subprocess.Popen(
+            [sys.executable, str(HERE / "mockserver.py"), str(spec_path), str(self.log_path), "--host", host],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.url = self._process.stdout.readline().strip()
+        assert self.url.startswith("http://"), "mock server did not start"
+
+    def __call__(self, path: str) -> str:
+        return self.url + path
+
+    def log(self) -> list[dict[str, Any]]:
+        lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request the server received, in arrival order (robots.txt included)."""
+        return [entry for entry in self.log() if "method" in entry]
+
+    def paths(self) -> list[str]:
+        """Paths of page requests, in arrival order (robots.txt excluded)."""
+        return [entry["path"] for entry in self.requests() if entry["path"] != "/robots.txt"]
+
+    def stop(self) -> None:
+        self._process.kill()
+        self._process.wait()
+
+
+@pytest.fixture
+def make_site(tmp_path: Path) -> Iterator[Any]:
+    sites: list[Site] = []
+
+    def make(spec: dict[str, Any], host: str = "127.0.0.1") -> Site:
+        site = Site(spec, tmp_path / f"site{len(sites)}", host)
+        sites.append(site)
+        return site
+
+    yield make
+    for site in sites:
+        site.stop()
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``scrapy crawl sitewalk ARGS`` as a user would, in ``cwd``."""
+    environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def allow_loopback() -> list[str]:
+    return ["-s", f"SITEWALK_GUARD_ALLOW_NETWORKS={LOOPBACK['SITEWALK_GUARD_ALLOW_NETWORKS']}"]

@@ -1,0 +1,134 @@
+"""A local test site: serves pages from a JSON spec and logs every request it receives.
+
+Run as ``python tests/mockserver.py SPEC.json LOG.jsonl [--host 127.0.0.1]``; it binds port 0 and
+prints its base URL on the first line of stdout. The spec maps paths (with query) to pages:
+
+    {"/": {"links": ["/a", "/b"], "title": "Home"},
+     "/r": {"status": 301, "headers": {"Location": "/a"}},
+     "/slow": {"sleep": 6, "body": "late"},
+     "/big": {"size": 100000, "content_type": "text/plain", "chunked": true},
+     "/bomb": {"size": 5000000, "gzip": true, "content_type": "text/plain"}}
+
+Page keys: ``status`` (200), ``headers``, ``content_type`` (text/html; charset=utf-8), ``body``
+(text; ``{origin}`` is replaced by the server's base URL), ``links`` (an HTML page linking them,
+each a string or ``{"href", "rel", "text"}``), ``title``, ``head`` (extra HTML for <head>),
+``size`` (a body of that many bytes), ``gzip`` (send the body gzip-encoded), ``chunked`` (no
+Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
+writes). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
+and ``bytes_sent`` is logged on a second line when the body was written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.log({
+            "time": time.time(),
+            "method": "GET",
+            "path": self.path,
+            "headers": dict(self.headers.items()),
+        })
+        page = self.server.spec.get(self.path)
+        if page is None:
+            page = {"status": 404, "body": "<html><head><title>Not found</title></head>"
+                    "<body>not found <a href='/from-404'>home</a></body></html>"}
+        if page.get("sleep"):
+            time.sleep(page["sleep"])
+        body = self.server.body_of(page)
+        status = page.get("status", 200)
+        headers = {"Content-Type": page.get("content_type", "text/html; charset=utf-8")}
+        headers.update({k: v.replace("{origin}", self.server.origin) for k, v in page.get("headers", {}).items()})
+        if page.get("gzip"):
+            body = gzip.compress(body, compresslevel=9)
+            headers["Content-Encoding"] = "gzip"
+        chunked = page.get("chunked", False)
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if chunked:
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        sent = 0
+        step = 1024 if (chunked or page.get("trickle")) else max(len(body), 1)
+        try:
+            for start in range(0, len(body), step):
+                self.wfile.write(body[start:start + step])
+                self.wfile.flush()
+                sent += len(body[start:start + step])
+                if page.get("trickle"):
+                    time.sleep(page["trickle"])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.server.log({"time": time.time(), "sent": self.path, "bytes_sent": sent})
+        if chunked:
+            self.close_connection = True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str, spec: dict[str, Any], log_path: Path) -> None:
+        super().__init__((host, 0), Handler)
+        self.spec = spec
+        self._log = log_path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        host_part = f"[{host}]" if ":" in host else host
+        self.origin = f"http://{host_part}:{self.server_address[1]}"
+
+    def log(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._log.write(json.dumps(entry) + "\n")
+            self._log.flush()
+
+    def body_of(self, page: dict[str, Any]) -> bytes:
+        if "size" in page:
+            return (b"0123456789abcdef" * (page["size"] // 16 + 1))[: page["size"]]
+        if "links" in page or "title" in page:
+            links = []
+            for link in page.get("links", []):
+                link = {"href": link} if isinstance(link, str) else link
+                rel = f' rel="{link["rel"]}"' if "rel" in link else ""
+                text = html.escape(link.get("text", link["href"]))
+                links.append(f'<a href="{html.escape(link["href"])}"{rel}>{text}</a>')
+            title = page.get("title", "")
+            text = (
+                f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title>{page.get('head', '')}</head>"
+                f"<body><h1>{html.escape(title)}</h1>{page.get('body', '')}<ul>"
+                + "".join(f"<li>{link}</li>" for link in links)
+                + "</ul></body></html>"
+            )
+        else:
+            text = page.get("body", "")
+        encoding = page.get("encoding", "utf-8")
+        return text.replace("{origin}", self.origin).encode(encoding)
+
+
+def main() -> None:
+    spec_path, log_path = Path(sys.argv[1]), Path(sys.argv[2])
+    host = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--host" else "127.0.0.1"
+    server = Server(host, json.loads(spec_path.read_text(encoding="utf-8")), log_path)
+    print(server.origin, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
