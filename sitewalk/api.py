@@ -57,15 +57,17 @@ def grep(
     seed: str | None = None,
     pattern: str | None = None,
     *,
+    on_page: Callable[[Page], Any] | None = None,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Match], Report]:
     """Search the visible text of every page for ``pattern``; returns the matches and the report.
 
     Options as for :func:`walk` plus ``max_matches``, ``ignore_case``, ``fixed_strings`` and
-    ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``).
+    ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``);
+    ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
-    report, matches = _run_blocking(_options(seed, {**options, "grep": pattern}), None, settings, collect=True)
+    report, matches = _run_blocking(_options(seed, {**options, "grep": pattern}), on_page, settings, collect=True)
     return matches, report
 
 
@@ -73,12 +75,13 @@ async def grep_async(
     seed: str | None = None,
     pattern: str | None = None,
     *,
+    on_page: Callable[[Page], Any] | None = None,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
     report, matches = await _run_async(
-        _options(seed, {**options, "grep": pattern}), None, settings, collect=True
+        _options(seed, {**options, "grep": pattern}), on_page, settings, collect=True
     )
     return matches, report
 
