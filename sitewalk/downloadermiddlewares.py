@@ -14,8 +14,9 @@ from scrapy.robotstxt import ProtegoRobotParser
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
-from sitewalk.failures import OffOrigin, RobotsDisallowed
+from sitewalk.failures import OffOrigin, RobotsDisallowed, describe
 
 if TYPE_CHECKING:
     from urllib.parse import ParseResult, SplitResult
@@ -104,12 +105,16 @@ class WalkRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
         self._robots_ua: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
+        self._unreachable: dict[str, str] = {}
 
     def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
         if rp is None:
             return
         if not rp.allowed(request.url, self._robots_ua):
             self._stats.inc_value("robotstxt/forbidden")
+            unreachable = self._unreachable.get(urlparse_cached(request).netloc)
+            if unreachable is not None:
+                raise RobotsDisallowed(f"robots.txt could not be fetched ({unreachable})", unreachable=True)
             raise RobotsDisallowed(f"disallowed by robots.txt: {request.url}")
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
@@ -127,11 +132,13 @@ class WalkRobotsTxtMiddleware(RobotsTxtMiddleware):
             try:
                 response = await self.crawler.engine.download_async(robots_request)
             except Exception as exc:
+                reason = describe(Failure(exc), robots_request)
                 logger.warning(
                     "robots.txt of %s could not be fetched (%s): treating every page as disallowed (RFC 9309)",
-                    netloc, exc,
+                    netloc, reason,
                 )
                 self._stats.inc_value("sitewalk/robots/unreachable")
+                self._unreachable[netloc] = reason
                 parser = _disallow_all(self.crawler)
             else:
                 parser = self._parser_for(response, netloc)
@@ -151,6 +158,7 @@ class WalkRobotsTxtMiddleware(RobotsTxtMiddleware):
                 netloc, response.status,
             )
             self._stats.inc_value("sitewalk/robots/unreachable")
+            self._unreachable[netloc] = f"it answered {response.status}"
             return _disallow_all(self.crawler)
         body = response.body if 200 <= response.status < 300 else b""
         parser = ProtegoRobotParser.from_crawler(self.crawler, body)

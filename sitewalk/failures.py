@@ -24,7 +24,12 @@ __all__ = ["OffOrigin", "Refused", "RobotsDisallowed", "describe", "is_robots_re
 
 
 class RobotsDisallowed(IgnoreRequest):
-    """robots.txt does not allow the page (or could not be read, which RFC 9309 treats the same)."""
+    """robots.txt does not allow the page, or could not be read (``unreachable``), which RFC 9309
+    treats as disallowing everything."""
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 class OffOrigin(IgnoreRequest):

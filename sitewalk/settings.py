@@ -25,7 +25,6 @@ SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 DUPEFILTER_CLASS = "sitewalk.dupefilters.WalkDupeFilter"
 # The walk paces itself (WalkBudget): delay between request starts, never shortened by jitter.
 DOWNLOAD_DELAY = 0
-RANDOMIZE_DOWNLOAD_DELAY = False
 DOWNLOAD_DELAY_JITTER = 0
 
 # Every page is requested once; an HTTP error status is a fetched page, not a failure.
@@ -66,4 +65,6 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
 SITEWALK_PROGRESS_INTERVAL = 10.0
+# Under scrapyd without items_dir: where each job's items and report go (<dir>/sitewalk/<job>.*).
+SITEWALK_JOBS_DIR = "jobs"
 FEED_EXPORT_ENCODING = "utf-8"

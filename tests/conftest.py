@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -69,6 +70,14 @@ def make_site(tmp_path: Path) -> Iterator[Any]:
     yield make
     for site in sites:
         site.stop()
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ prints its base URL on the first line of stdout. The spec maps paths (with query
      "/bomb": {"size": 5000000, "gzip": true, "content_type": "text/plain"}}
 
 Page keys: ``status`` (200), ``headers``, ``content_type`` (text/html; charset=utf-8), ``body``
-(text; ``{origin}`` is replaced by the server's base URL), ``links`` (an HTML page linking them,
+(text; ``{origin}`` and ``{port}`` are replaced by the server's base URL and port), ``links`` (an HTML page linking them,
 each a string or ``{"href", "rel", "text"}``), ``title``, ``head`` (extra HTML for <head>),
 ``size`` (a body of that many bytes), ``gzip`` (send the body gzip-encoded), ``chunked`` (no
 Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
@@ -119,7 +119,8 @@ class Server(ThreadingHTTPServer):
         else:
             text = page.get("body", "")
         encoding = page.get("encoding", "utf-8")
-        return text.replace("{origin}", self.origin).encode(encoding)
+        text = text.replace("{origin}", self.origin).replace("{port}", str(self.server_address[1]))
+        return text.encode(encoding)
 
 
 def main() -> None:

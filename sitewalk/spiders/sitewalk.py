@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
 from twisted.python.failure import Failure
+from w3lib.url import file_uri_to_path
 
 from sitewalk import failures
 from sitewalk.config import WalkConfig
@@ -44,6 +47,7 @@ class SitewalkSpider(Spider):
     def __init__(self, *args: Any, on_page: Callable[[Page], Any] | None = None, **kwargs: Any):
         super().__init__()
         self.config: WalkConfig = WalkConfig.from_mapping(kwargs)
+        self.job: str | None = kwargs.get("_job")
         self.on_page = on_page
         self.frontier: deque[tuple[str, int, str | None]] = deque()
         self.failures: list[dict[str, str | None]] = []
@@ -60,6 +64,8 @@ class SitewalkSpider(Spider):
             headers = dict(crawler.settings.getdict("DEFAULT_REQUEST_HEADERS"))
             headers.update(spider.config.headers)
             crawler.settings.set("DEFAULT_REQUEST_HEADERS", headers, priority="spider")
+        if spider.job:
+            spider.config = _job_outputs(crawler, spider.config, spider.job)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
         return spider
 
@@ -182,10 +188,13 @@ class SitewalkSpider(Spider):
         url = meta.get("redirect_urls", [request.url])[0]
         if failures.is_robots_refusal(failure):
             if meta.get("sitewalk_seed"):
-                self.seed_error = (
-                    f"seed {url} is disallowed by the site's robots.txt "
-                    "(set -s ROBOTSTXT_OBEY=false to fetch it anyway)"
-                )
+                if failure.value.unreachable:
+                    self.seed_error = f"seed {url} could not be fetched: {failure.value}"
+                else:
+                    self.seed_error = (
+                        f"seed {url} is disallowed by the site's robots.txt "
+                        "(set -s ROBOTSTXT_OBEY=false to fetch it anyway)"
+                    )
             else:
                 self.robots_skipped.append(url)
             return
@@ -225,6 +234,31 @@ class SitewalkSpider(Spider):
             bytes=self.budget.bytes,
             elapsed_s=round(elapsed, 3),
         )
+
+
+def _job_outputs(crawler: Crawler, config: WalkConfig, job: str) -> WalkConfig:
+    """Under scrapyd (a ``_job`` argument), give the job its own feed and report paths.
+
+    scrapyd's ``items_dir`` sets FEEDS to ``<items_dir>/<project>/<spider>/<job>.jl``; the report
+    then goes beside it as ``<job>.report.json``. Without items_dir (and without ``-O``), items go
+    to ``<SITEWALK_JOBS_DIR>/<spider>/<job>.jsonl`` and the report beside them. A ``report``
+    argument always wins.
+    """
+    feeds = crawler.settings.getdict("FEEDS")
+    if not feeds:
+        feed = Path(crawler.settings.get("SITEWALK_JOBS_DIR")) / SitewalkSpider.name / f"{job}.jsonl"
+        crawler.settings.set("FEEDS", {str(feed): {"format": "jsonlines"}}, priority="spider")
+        feeds = {str(feed): {}}
+    if config.report is not None:
+        return config
+    feed_uri = str(next(iter(feeds)))
+    if len(feeds) == 1 and (feed_uri.startswith("file://") or "://" not in feed_uri):
+        feed_path = Path(file_uri_to_path(feed_uri)) if feed_uri.startswith("file://") else Path(feed_uri)
+        report = feed_path.with_name(f"{job}.report.json")
+    else:
+        report = Path(crawler.settings.get("SITEWALK_JOBS_DIR")) / SitewalkSpider.name / f"{job}.report.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    return dataclasses.replace(config, report=str(report))
 
 
 def _media_type(response: Response) -> str | None:
