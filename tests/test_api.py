@@ -1,0 +1,100 @@
+"""The Python API: repeated walks in one process, concurrent async walks, callbacks, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sitewalk import Page, Report, SeedError, SitewalkError, walk, walk_async
+from tests.conftest import LOOPBACK
+
+SITE = {"/": {"title": "Home", "links": ["/a", "/b"]}, "/a": {"links": ["/a1"]}, "/b": {}, "/a1": {}}
+
+
+def test_walk_many_times_in_one_process(make_site):
+    site = make_site(SITE)
+    reports = [walk(site("/"), max_depth=2, delay=0, settings=LOOPBACK) for _ in range(3)]
+    assert [r.fetched for r in reports] == [4, 4, 4]
+    assert site.paths() == ["/", "/a", "/b", "/a1"] * 3
+
+
+def test_concurrent_async_walks(make_site):
+    first, second = make_site(SITE), make_site({"/": {"links": ["/x"]}, "/x": {}})
+
+    async def main() -> list[Report]:
+        return list(await asyncio.gather(
+            walk_async(first("/"), max_depth=2, delay=0.05, settings=LOOPBACK),
+            walk_async(second("/"), max_depth=2, delay=0.05, settings=LOOPBACK),
+        ))
+
+    one, two = asyncio.run(main())
+    assert (one.origin, one.fetched) == (first.url, 4)
+    assert (two.origin, two.fetched) == (second.url, 2)
+    assert first.paths() == ["/", "/a", "/b", "/a1"] and second.paths() == ["/", "/x"]
+    # Both ran at once: their requests interleave in time.
+    first_times = [e["time"] for e in first.requests() if e["path"] != "/robots.txt"]
+    second_times = [e["time"] for e in second.requests() if e["path"] != "/robots.txt"]
+    assert min(second_times) < max(first_times) and min(first_times) < max(second_times)
+
+
+def test_async_callback_can_stop_the_walk(make_site):
+    site = make_site(SITE)
+    seen: list[str] = []
+
+    async def on_page(page: Page) -> bool:
+        await asyncio.sleep(0)
+        seen.append(page.url)
+        return page.url != site("/a")
+
+    report = asyncio.run(walk_async(site("/"), max_depth=2, delay=0, on_page=on_page, settings=LOOPBACK))
+    assert seen == [site("/"), site("/a")]
+    assert site.paths() == ["/", "/a"]
+    assert report.stopped == "callback" and report.unvisited == [site("/b"), site("/a1")]
+
+
+def test_bad_argument_raises_before_any_request(make_site):
+    site = make_site(SITE)
+    with pytest.raises(SitewalkError, match="max_pages must be >= 1, got 0"):
+        walk(site("/"), max_pages=0, settings=LOOPBACK)
+    assert site.requests() == []
+
+
+def test_seed_error_is_raised(unused_port):
+    with pytest.raises(SeedError):
+        walk(f"http://127.0.0.1:{unused_port}/", delay=0, settings={**LOOPBACK, "ROBOTSTXT_OBEY": False})
+
+
+def test_walk_from_a_config_mapping(make_site):
+    site = make_site(SITE)
+    report = walk(config={"seed": site("/"), "max_depth": 0, "delay": 0}, settings=LOOPBACK)
+    assert report.fetched == 1 and site.paths() == ["/"]
+
+
+def test_walk_async_shares_the_callers_loop_in_a_fresh_process(make_site, tmp_path):
+    """No reactor yet: walk_async installs it on the running asyncio loop (no thread, no hang)."""
+    site = make_site(SITE)
+    script = tmp_path / "program.py"
+    script.write_text(
+        "import asyncio, json, sys\n"
+        "from sitewalk import walk_async\n"
+        "async def main():\n"
+        f"    settings = {LOOPBACK!r}\n"
+        "    reports = await asyncio.gather(*(walk_async(sys.argv[1], max_depth=2, delay=0, settings=settings)"
+        " for _ in range(2)))\n"
+        "    again = await walk_async(sys.argv[1], max_depth=0, delay=0, settings=settings)\n"
+        "    from twisted.internet import reactor\n"
+        "    print(json.dumps([[r.fetched for r in reports], again.fetched,"
+        " reactor._asyncioEventloop is asyncio.get_running_loop()]))\n"
+        "asyncio.run(main())\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, str(script), site("/")], capture_output=True, text=True, timeout=60, check=True
+    )
+    fetched, again, same_loop = json.loads(result.stdout.splitlines()[-1])
+    assert fetched == [4, 4] and again == 1 and same_loop is True
+    assert sorted(site.paths()) == sorted(["/", "/a", "/b", "/a1"] * 2 + ["/"])

@@ -1,0 +1,117 @@
+"""`scrapy crawl sitewalk` as users script it: feeds, the report, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.conftest import allow_loopback, run_cli
+
+SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b"]},
+    "/a": {"title": "A, with a comma", "links": ["/a1"]},
+    "/b": {"title": "B"},
+    "/a1": {"title": "A1"},
+}
+INDEX_FIELDS = ["url", "final_url", "status", "byte_count", "depth", "content_type", "title", "found_on"]
+
+
+def test_index_feed_and_report(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_cli(
+        "-a", f"seed={site('/')}", "-a", "max_depth=1", "-a", "delay=0", "-a", "report=report.json",
+        "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    items = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert [list(item) for item in items] == [INDEX_FIELDS] * 3
+    assert [item["url"] for item in items] == [site("/"), site("/a"), site("/b")]
+    assert items[1] == {
+        "url": site("/a"), "final_url": site("/a"), "status": 200, "byte_count": items[1]["byte_count"],
+        "depth": 1, "content_type": "text/html", "title": "A, with a comma", "found_on": site("/"),
+    }
+    assert items[1]["byte_count"] > 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert list(report) == [
+        "seed", "origin", "fetched", "stopped", "failures", "robots_skipped", "unvisited", "bytes", "elapsed_s",
+    ]
+    assert report["seed"] == site("/") and report["origin"] == site.url
+    assert report["fetched"] == 3 and report["stopped"] is None
+    assert report["bytes"] == sum(item["byte_count"] for item in items)
+    assert site.paths() == ["/", "/a", "/b"]
+    # The one summary line at the end of the walk.
+    assert "sitewalk: 3 pages" in result.stderr and "stopped: no" in result.stderr
+
+
+@pytest.mark.parametrize("feed", ["pages.csv", "pages.json"])
+def test_other_feed_formats(make_site, tmp_path, feed):
+    site = make_site(SITE)
+    result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", feed, *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    if feed.endswith(".csv"):
+        with (tmp_path / feed).open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert list(rows[0]) == INDEX_FIELDS
+        assert rows[1]["title"] == "A, with a comma" and rows[0]["found_on"] == ""
+    else:
+        rows = json.loads((tmp_path / feed).read_text())
+        assert rows[0]["found_on"] is None
+    assert [row["url"] for row in rows] == [site("/"), site("/a"), site("/b")]
+
+
+def test_stop_is_a_reason_and_exit_zero(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_cli(
+        "-a", f"seed={site('/')}", "-a", "max_pages=2", "-a", "delay=0", "-a", "report=r.json",
+        "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped"] == "max-pages" and report["unvisited"] == [site("/b")]
+    assert site.paths() == ["/", "/a"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "missing seed"),
+        (["-a", "seed=ftp://example.com/"], "seed 'ftp://example.com/' is not an http(s) URL"),
+        (["-a", "seed=not a url"], "is not an http(s) URL"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "max_depth=-1"], "max_depth must be >= 0"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "max_pages=0"], "max_pages must be >= 1"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "max_pages=ten"], "max_pages must be a whole number, got 'ten'"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "delay=soon"], "delay must be a number of seconds"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "deadline=0"], "deadline must be > 0"),
+        (["-a", "seed=http://127.0.0.1/", "-a", "max_deth=2"], "unknown argument 'max_deth'"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
+    result = run_cli(*args, "-O", "p.jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.startswith("sitewalk: error:")]
+    assert len(lines) == 1 and message in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_unfetchable_seed_exits_non_zero_with_one_line(tmp_path, unused_port):
+    result = run_cli(
+        "-a", f"seed=http://127.0.0.1:{unused_port}/", "-s", "ROBOTSTXT_OBEY=false",
+        "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"sitewalk: error: seed http://127.0.0.1:{unused_port}/ could not be fetched: connection refused"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_seed_disallowed_by_robots_names_the_setting(make_site, tmp_path):
+    site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"}, "/": {}})
+    result = run_cli("-a", f"seed={site('/')}", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1].endswith("(set -s ROBOTSTXT_OBEY=false to fetch it anyway)")
+    assert site.paths() == []
+    assert "Traceback" not in result.stderr
