@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from protego import Protego
 from scrapy import signals
+from scrapy.exceptions import CannotResolveHostError
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
@@ -14,9 +15,11 @@ from scrapy.robotstxt import ProtegoRobotParser
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
+from twisted.internet.error import DNSLookupError
 from twisted.python.failure import Failure
 
-from sitewalk.failures import OffOrigin, RobotsDisallowed, describe
+from sitewalk import guard
+from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, describe
 
 if TYPE_CHECKING:
     from urllib.parse import ParseResult, SplitResult
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BudgetMiddleware", "SameOriginMiddleware", "WalkRobotsTxtMiddleware"]
+__all__ = ["AddressGuardMiddleware", "BudgetMiddleware", "SameOriginMiddleware", "WalkRobotsTxtMiddleware"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -40,6 +43,46 @@ def origin_of(parts: ParseResult | SplitResult) -> tuple[str, str, int]:
     """(scheme, host, effective port): what "same origin" compares."""
     scheme = parts.scheme.lower()
     return scheme, (parts.hostname or ""), parts.port or _DEFAULT_PORTS.get(scheme, 0)
+
+
+class AddressGuardMiddleware:
+    """The address guard's reasons, for every request, robots.txt and redirect hops included.
+
+    The enforcement is :class:`sitewalk.guard.GuardResolver` (TWISTED_DNS_RESOLVER), which sees
+    every address a connection is made to. This middleware refuses early what the URL itself
+    shows (an IP literal in any spelling outside the allowed networks) and turns the resolver's
+    refusal of a host name into the readable reason. It registers the crawl's
+    ``SITEWALK_GUARD_ALLOW_NETWORKS`` with the resolver for as long as the crawl runs.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._networks = guard.parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
+        guard.allow_networks_for_crawl(self, self._networks)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def engine_stopped(self) -> None:
+        guard.release_crawl(self)
+
+    def process_request(self, request: Request) -> None:
+        host = urlparse_cached(request).hostname or ""
+        address = guard.literal_ip(host)
+        if address is not None:
+            reason = guard.refusal(address, self._networks)
+            if reason is not None:
+                self.crawler.stats.inc_value("sitewalk/guard/refused")
+                raise Refused(reason)
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, (CannotResolveHostError, DNSLookupError)):
+            reason = guard.last_refusal(urlparse_cached(request).hostname or "")
+            if reason is not None:
+                self.crawler.stats.inc_value("sitewalk/guard/refused")
+                raise Refused(reason) from None
 
 
 class SameOriginMiddleware:
@@ -189,8 +232,9 @@ class BudgetMiddleware:
 
     Sets meta ``download_timeout`` to the seconds left before the deadline and ``download_maxsize``
     to the body bytes left under max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE),
-    and tells the budget when a page request starts, for the delay between requests. robots.txt
-    requests get the time limit too but do not count as pages.
+    and tells the budget when a page request starts, for the delay between requests. Meta
+    ``sitewalk_budget_maxsize`` says the size limit is the budget's, so a page cut off by it stops
+    the walk with "max-bytes". robots.txt requests get the time limit too but are not pages.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -211,5 +255,7 @@ class BudgetMiddleware:
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
         if not request.meta.get("sitewalk_robots"):
             left = max(budget.bytes_left(), 1)
-            request.meta["download_maxsize"] = min(left, self._maxsize) if self._maxsize else left
+            budget_bound = not self._maxsize or left <= self._maxsize
+            request.meta["download_maxsize"] = left if budget_bound else self._maxsize
+            request.meta["sitewalk_budget_maxsize"] = budget_bound
             budget.request_started()

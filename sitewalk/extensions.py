@@ -13,6 +13,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from twisted.internet import error as twisted_errors
+from twisted.internet.defer import CancelledError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -125,10 +126,9 @@ class WalkBudget:
         if failure.check(DownloadTimeoutError, twisted_errors.TimeoutError) and self.seconds_left() <= 0.05:
             self.stop("deadline")
             return f"cut off at the deadline (deadline={self.deadline:g}s)"
-        if (
-            failure.check(DownloadCancelledError, IgnoreRequest)
-            and "max size" in str(failure.value).lower()
-            and request.meta.get("download_maxsize") == self.bytes_left()
+        if request.meta.get("sitewalk_budget_maxsize") and (
+            failure.check(DownloadCancelledError, CancelledError)
+            or (failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" in str(failure.value))
         ):
             self.stop("max-bytes")
             return f"cut off at max_bytes (max_bytes={self.max_bytes}, {self.bytes_left()} left for this page)"

@@ -45,7 +45,15 @@ DOWNLOAD_HANDLERS = {
     "ftp": None,
 }
 
+# The address guard: nothing reaches a non-public address unless its network is listed here
+# (comma-separated CIDRs, e.g. "10.0.0.0/8" for an intranet site). Enforced by the resolver,
+# which sees every connection; proxies are off so they cannot bypass it.
+SITEWALK_GUARD_ALLOW_NETWORKS = ""
+TWISTED_DNS_RESOLVER = "sitewalk.guard.GuardResolver"
+HTTPPROXY_ENABLED = False
+
 DOWNLOADER_MIDDLEWARES = {
+    "sitewalk.downloadermiddlewares.AddressGuardMiddleware": 40,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "sitewalk.downloadermiddlewares.SameOriginMiddleware": 60,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -59,7 +67,10 @@ EXTENSIONS = {
 }
 ITEM_PIPELINES = {
     "sitewalk.pipelines.CallbackPipeline": 100,
+    # The consumers: the walk's config enables exactly one of them.
     "sitewalk.pipelines.IndexPipeline": 300,
+    "sitewalk.pipelines.GrepPipeline": 300,
+    "sitewalk.pipelines.ExtractPipeline": 300,
 }
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
