@@ -132,10 +132,16 @@ async def _crawl(
 
 
 def _install_resolver(settings: Settings) -> None:
-    """Scrapy installs TWISTED_DNS_RESOLVER only in CrawlerProcess; the API does it here."""
+    """Scrapy installs TWISTED_DNS_RESOLVER only in CrawlerProcess; the API does it here.
+
+    The resolver outlives this walk, so it is built with no allowed networks of its own: each
+    walk registers its SITEWALK_GUARD_ALLOW_NETWORKS while it runs (AddressGuardMiddleware).
+    """
     from sitewalk import guard
 
-    guard.install_guard_resolver(settings)
+    resolver_settings = settings.copy()
+    resolver_settings.set("SITEWALK_GUARD_ALLOW_NETWORKS", "", priority="cmdline")
+    guard.install_guard_resolver(resolver_settings)
 
 
 # -- one Twisted reactor per process, on an asyncio loop --------------------------------------
