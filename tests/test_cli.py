@@ -115,3 +115,21 @@ def test_seed_disallowed_by_robots_names_the_setting(make_site, tmp_path):
     assert result.stderr.splitlines()[-1].endswith("(set -s ROBOTSTXT_OBEY=false to fetch it anyway)")
     assert site.paths() == []
     assert "Traceback" not in result.stderr
+
+
+def test_progress_lines_and_stats(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_cli(
+        "-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "delay=0", "-a", "max_bytes=1000000",
+        "-s", "SITEWALK_PROGRESS_INTERVAL=0", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0
+    progress = [line.split("INFO: ", 1)[1] for line in result.stderr.splitlines() if "INFO: progress:" in line]
+    # One line at each new depth, with every budget and its limit.
+    assert [line.split(", bytes")[0] for line in progress] == [
+        "progress: pages 1/20, depth 0/2",
+        "progress: pages 2/20, depth 1/2",
+        "progress: pages 4/20, depth 2/2",
+    ]
+    assert "/1000000, elapsed " in progress[0] and progress[0].endswith("/60s")
+    assert "'sitewalk/budget/pages': 4" in result.stderr

@@ -172,9 +172,14 @@ class SitewalkSpider(Spider):
             return
         seen = self.dupefilter
         same_origin = self.origin.allows
+        offsite = 0
         for link in page_links(root, response.url):
-            if same_origin(link) and seen.add(link):
+            if not same_origin(link):
+                offsite += 1
+            elif seen.add(link):
                 self.frontier.append((link, depth + 1, response.url))
+        if offsite:
+            self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
 
     def errback(self, failure: Failure) -> None:
         try:
@@ -197,6 +202,7 @@ class SitewalkSpider(Spider):
                     )
             else:
                 self.robots_skipped.append(url)
+                self.crawler.stats.inc_value("sitewalk/robots/skipped")
             return
         cut = self.budget.cut_off(failure, request)
         reason = cut or failures.describe(failure, request)
@@ -204,6 +210,7 @@ class SitewalkSpider(Spider):
             self.seed_error = f"seed {url} could not be fetched: {reason}"
             return
         self.failures.append({"url": url, "reason": reason, "found_on": meta.get("sitewalk_found_on")})
+        self.crawler.stats.inc_value("sitewalk/failures")
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other is a duplicate."""
