@@ -112,6 +112,14 @@ class SameOriginMiddleware:
             host = f"[{host}]"
         return f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == port else f"{scheme}://{host}:{port}"
 
+    @property
+    def origin_tuple(self) -> tuple[str, str, int] | None:
+        return self._origin
+
+    @origin_tuple.setter
+    def origin_tuple(self, value: tuple[str, str, int]) -> None:
+        self._origin = tuple(value)  # type: ignore[assignment]
+
     def set_origin(self, url: str) -> None:
         from urllib.parse import urlsplit
 

@@ -49,6 +49,9 @@ class WalkDupeFilter(BaseDupeFilter):
         self._seen.add(key)
         return True
 
+    def seen_urls(self) -> set[str]:
+        return self._seen
+
     def __contains__(self, url: str) -> bool:
         return self.key(url) in self._seen
 

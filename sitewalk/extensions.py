@@ -85,6 +85,11 @@ class WalkBudget:
             logger.info("robots.txt Crawl-delay %gs is longer than delay=%gs: using it", crawl_delay, self.delay)
             self.delay = crawl_delay
 
+    def resume(self, pages: int, byte_count: int, elapsed: float) -> None:
+        """Carry over what an interrupted walk (JOBDIR) already spent."""
+        self.pages, self.bytes = pages, byte_count
+        self._started = time.monotonic() - elapsed
+
     def request_started(self) -> None:
         self._last_request = time.monotonic()
 
@@ -155,8 +160,10 @@ class WalkBudget:
         stopped = "interrupted" if reason == "shutdown" else self._final
         if stopped:
             self.crawler.stats.inc_value(f"sitewalk/budget/stopped/{stopped}")
-        report = self.spider.build_report(stopped, time.monotonic() - self._started)
+        elapsed = time.monotonic() - self._started
+        report = self.spider.build_report(stopped, elapsed)
         self.spider.report = report
+        self.spider.save_state(finished=stopped != "interrupted", elapsed=elapsed)
         if self.report_path:
             Path(self.report_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         logger.info("sitewalk: %s", report.summary())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ class SitewalkSpider(Spider):
         self.seed_error: str | None = None
         self.report: Report | None = None
         self._turn: asyncio.Future[None] | None = None
-        self._inflight: Request | None = None
+        self._inflight: tuple[str, int, str | None] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitewalkSpider:
@@ -66,6 +67,12 @@ class SitewalkSpider(Spider):
             crawler.settings.set("DEFAULT_REQUEST_HEADERS", headers, priority="spider")
         if spider.job:
             spider.config = _job_outputs(crawler, spider.config, spider.job)
+        if spider._load_state() is not None:
+            # Running the same command again resumes: the feed grows instead of starting over.
+            feeds = crawler.settings.getdict("FEEDS")
+            crawler.settings.set(
+                "FEEDS", {uri: {**options, "overwrite": False} for uri, options in feeds.items()}, priority="cmdline"
+            )
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
         return spider
 
@@ -95,9 +102,10 @@ class SitewalkSpider(Spider):
         import asyncio
 
         loop = asyncio.get_running_loop()
-        seed = self.config.seed
-        self.dupefilter.add(seed)
-        self.frontier.append((seed, 0, None))
+        if not self._resume():
+            seed = self.config.seed
+            self.dupefilter.add(seed)
+            self.frontier.append((seed, 0, None))
         while True:
             reason = self.budget.reason_to_stop()
             if reason is not None or not self.frontier:
@@ -108,9 +116,9 @@ class SitewalkSpider(Spider):
             if reason is not None:
                 self.budget.finish(reason)
                 return
-            url, depth, found_on = self.frontier.popleft()
+            self._inflight = url, depth, found_on = self.frontier.popleft()
             self._turn = loop.create_future()
-            self._inflight = request = Request(
+            request = Request(
                 url,
                 callback=self.parse,
                 errback=self.errback,
@@ -127,7 +135,64 @@ class SitewalkSpider(Spider):
                 return
 
     def unvisited(self) -> list[str]:
-        return [url for url, _, _ in self.frontier]
+        """Known pages not fetched yet: the page in flight (if a stop cut it off) and the frontier."""
+        pending = [self._inflight] if self._inflight is not None else []
+        return [url for url, _, _ in [*pending, *self.frontier]]
+
+    # -- resumable walks (JOBDIR) -------------------------------------------------------------
+    def _state_path(self) -> Path | None:
+        jobdir = self.crawler.settings.get("JOBDIR")
+        return Path(jobdir) / "sitewalk.state" if jobdir else None
+
+    def save_state(self, finished: bool, elapsed: float) -> None:
+        """With JOBDIR, keep what a resumed walk needs: frontier, seen URLs, results, budget spent."""
+        path = self._state_path()
+        if path is None:
+            return
+        pending = [self._inflight] if self._inflight is not None else []
+        state = {
+            "version": 1,
+            "seed": self.config.seed,
+            "finished": finished,
+            "frontier": [*pending, *self.frontier],
+            "seen": self.dupefilter.seen_urls(),
+            "failures": self.failures,
+            "robots_skipped": self.robots_skipped,
+            "origin": self.origin.origin_tuple,
+            "pages": self.budget.pages,
+            "bytes": self.budget.bytes,
+            "elapsed": elapsed,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.replace(path)
+
+    def _load_state(self) -> dict[str, Any] | None:
+        path = self._state_path()
+        if path is None or not path.exists():
+            return None
+        state: dict[str, Any] = pickle.loads(path.read_bytes())
+        if state.get("finished") or state.get("seed") != self.config.seed:
+            return None
+        return state
+
+    def _resume(self) -> bool:
+        state = self._load_state()
+        if state is None:
+            return False
+        self.frontier.extend(state["frontier"])
+        for url in state["seen"]:
+            self.dupefilter.add(url)
+        self.failures.extend(state["failures"])
+        self.robots_skipped.extend(state["robots_skipped"])
+        if state["origin"] is not None:
+            self.origin.origin_tuple = state["origin"]
+        self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
+        self.logger.info(
+            "resuming the walk in JOBDIR: %d pages fetched, %d queued", state["pages"], len(self.frontier)
+        )
+        return True
 
     def _settle(self) -> None:
         self._inflight = None

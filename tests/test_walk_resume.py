@@ -1,0 +1,72 @@
+"""A walk stopped by a signal resumes from JOBDIR: same order, nothing fetched twice, whole-walk report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import allow_loopback, run_cli
+
+PAGES = 12
+SITE = {
+    "/": {"links": [f"/p{i}" for i in range(PAGES)]},
+    **{f"/p{i}": {"title": f"P{i}", "links": [f"/p{i}/child"]} for i in range(PAGES)},
+    **{f"/p{i}/child": {"title": f"C{i}"} for i in range(PAGES)},
+}
+
+
+def test_interrupted_walk_resumes_where_it_stopped(make_site, tmp_path):
+    site = make_site(SITE)
+    args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=100", "-a", "delay=0.15",
+            "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
+    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(site.paths()) < 5:
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=30)
+    interrupted = json.loads((tmp_path / "r.json").read_text())
+    assert interrupted["stopped"] == "interrupted" and interrupted["unvisited"]
+    fetched_first = len(site.paths())
+    assert interrupted["fetched"] == fetched_first < 1 + 2 * PAGES
+
+    second = run_cli(*args, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    paths = site.paths()
+    # Every page exactly once across both runs, in one breadth-first order.
+    expected = ["/"] + [f"/p{i}" for i in range(PAGES)] + [f"/p{i}/child" for i in range(PAGES)]
+    assert paths == expected
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped"] is None and report["unvisited"] == []
+    assert report["fetched"] == len(expected)
+    assert report["elapsed_s"] >= interrupted["elapsed_s"]
+    items = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert [item["url"] for item in items] == [site(p) for p in expected]
+    assert report["bytes"] == sum(item["byte_count"] for item in items)
+
+
+def test_budget_spent_before_the_stop_carries_over(make_site, tmp_path):
+    site = make_site(SITE)
+    args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=8", "-a", "delay=0.15",
+            "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
+    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(site.paths()) < 3:
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=30)
+    assert run_cli(*args, cwd=tmp_path).returncode == 0
+    # max_pages counts the whole walk, not each run.
+    assert len(site.paths()) == 8
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["fetched"] == 8 and report["stopped"] == "max-pages"
