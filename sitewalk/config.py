@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cssselect import SelectorError
+from parsel import Selector
+
 from sitewalk.exceptions import SitewalkError
 
 __all__ = ["WalkConfig"]
@@ -19,6 +22,9 @@ __all__ = ["WalkConfig"]
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+# RFC 9110 token characters; CR, LF and NUL can never be part of a field value.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,8 @@ class WalkConfig:
             merged.update(config)
         elif config is not None:
             merged.update(_load_toml(str(config)))
+        if "config" in merged:
+            raise SitewalkError(f"config {_name(config)} names another config: give its values here instead")
         for key, value in values.items():
             if key == "config" or key in _SCRAPYD_ARGS or value is None:
                 continue
@@ -114,6 +122,10 @@ class WalkConfig:
             raise SitewalkError("give css or xpath, not both")
         if self.regex is not None and self.css is None and self.xpath is None:
             raise SitewalkError("regex filters css/xpath values: give -a css=... or -a xpath=... too")
+        if self.css is not None:
+            _check_query("css", self.css)
+        if self.xpath is not None:
+            _check_query("xpath", self.xpath)
         for name in ("grep", "regex"):
             pattern = getattr(self, name)
             if pattern is not None and not (name == "grep" and self.fixed_strings):
@@ -129,6 +141,19 @@ class WalkConfig:
 def _at_least(name: str, value: float, minimum: float) -> None:
     if value < minimum:
         raise SitewalkError(f"{name} must be >= {minimum}, got {value:g}")
+
+
+def _check_query(name: str, query: str) -> None:
+    """Run the css or xpath query on an empty page, so a bad one fails before any request."""
+    probe = Selector(text="<html></html>")
+    try:
+        if name == "css":
+            probe.css(query)
+        else:
+            probe.xpath(query)
+    except (SelectorError, ValueError) as exc:
+        kind = "CSS selector" if name == "css" else "XPath expression"
+        raise SitewalkError(f"{name} {query!r} is not a valid {kind}: {exc}") from None
 
 
 def _convert(name: str, declared: Any, value: Any) -> Any:
@@ -171,12 +196,20 @@ def _headers(value: Any) -> dict[str, str]:
         pairs = [item.split(":", 1) for item in value.split(";") if item.strip()]
         if any(len(pair) != 2 for pair in pairs):
             raise SitewalkError(f"headers must look like 'Name: value; Other: value', got {value!r}")
-        return {name.strip(): text.strip() for name, text in pairs}
-    if isinstance(value, Mapping) and all(
+        headers = {name.strip(): text.strip() for name, text in pairs}
+    elif isinstance(value, Mapping) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        return dict(value)
-    raise SitewalkError(f"headers must be a table of name = \"value\" strings, got {value!r}")
+        headers = dict(value)
+    else:
+        raise SitewalkError(f"headers must be a table of name = \"value\" strings, got {value!r}")
+    # Caught here, a bad header is bad input; at request time it would look like a failed seed.
+    for name, text in headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise SitewalkError(f"header name {name!r} is not a valid HTTP header name")
+        if _HEADER_VALUE_FORBIDDEN.search(text):
+            raise SitewalkError(f"header {name!r} has a line break or NUL in its value {text!r}")
+    return headers
 
 
 def _load_toml(path: str) -> dict[str, Any]:
@@ -184,7 +217,13 @@ def _load_toml(path: str) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise SitewalkError(f"config {path!r} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SitewalkError(f"config {path!r} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SitewalkError(f"config {path!r} is not valid TOML: {exc}") from None
+
+
+def _name(config: Any) -> str:
+    return "mapping" if isinstance(config, Mapping) else repr(str(config))

@@ -1,0 +1,213 @@
+"""WalkConfig: one typed, validated configuration for -a arguments, a TOML file and the Python API."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitewalk import SitewalkError, WalkConfig
+
+SEED = "https://docs.example.com/"
+
+
+def config(**values: Any) -> WalkConfig:
+    return WalkConfig.from_mapping({"seed": SEED, **values})
+
+
+def test_defaults_live_in_one_place():
+    assert WalkConfig.from_mapping({"seed": SEED}) == WalkConfig(seed=SEED)
+    assert {f.name: f.default for f in dataclasses.fields(WalkConfig) if f.name != "headers"} == {
+        "seed": dataclasses.MISSING, "max_depth": 1, "max_pages": 20, "delay": 0.25, "deadline": 60.0,
+        "max_bytes": 20_000_000, "report": None, "grep": None, "max_matches": 50, "ignore_case": False,
+        "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
+    }
+    assert WalkConfig(seed=SEED).headers == {}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        # -a values are strings; TOML and the API give typed values.
+        ("max_depth", "3", 3),
+        ("max_depth", 3, 3),
+        ("max_depth", "0", 0),
+        ("max_pages", " 7 ", 7),
+        ("max_bytes", 1000, 1000),
+        ("delay", "0.5", 0.5),
+        ("delay", "0", 0.0),
+        ("delay", 2, 2.0),
+        ("deadline", "1.5", 1.5),
+        ("deadline", 30, 30.0),
+        ("report", "out/report.json", "out/report.json"),
+        ("ignore_case", "true", True),
+        ("ignore_case", "Yes", True),
+        ("ignore_case", "on", True),
+        ("ignore_case", "1", True),
+        ("ignore_case", "false", False),
+        ("ignore_case", "OFF", False),
+        ("ignore_case", "0", False),
+        ("ignore_case", True, True),
+        ("fixed_strings", "no", False),
+        ("context", "0", 0),
+        ("max_matches", "1", 1),
+        ("headers", "X-Test: 1; Accept-Language: fr, en", {"X-Test": "1", "Accept-Language": "fr, en"}),
+        ("headers", "Authorization: Bearer a:b", {"Authorization": "Bearer a:b"}),
+        ("headers", {"X-Test": "1"}, {"X-Test": "1"}),
+        ("headers", {}, {}),
+    ],
+)
+def test_values_are_converted_to_the_declared_type(key, value, expected):
+    assert getattr(config(**{key: value}), key) == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"max_pages": "ten"}, "max_pages must be a whole number, got 'ten'"),
+        ({"max_pages": 2.5}, "max_pages must be a whole number, got 2.5"),
+        ({"max_pages": "2.5"}, "max_pages must be a whole number, got '2.5'"),
+        ({"max_pages": True}, "max_pages must be a whole number, got True"),
+        ({"max_pages": 0}, "max_pages must be >= 1, got 0"),
+        ({"max_depth": -1}, "max_depth must be >= 0, got -1"),
+        ({"max_bytes": 0}, "max_bytes must be >= 1, got 0"),
+        ({"max_matches": "0"}, "max_matches must be >= 1, got 0"),
+        ({"context": -2}, "context must be >= 0, got -2"),
+        ({"delay": "soon"}, "delay must be a number of seconds, got 'soon'"),
+        ({"delay": -1}, "delay must be >= 0, got -1"),
+        ({"delay": True}, "delay must be a number of seconds, got True"),
+        ({"delay": "nan"}, "delay must be a finite number, got 'nan'"),
+        ({"deadline": "inf"}, "deadline must be a finite number, got 'inf'"),
+        ({"deadline": 0}, "deadline must be > 0 seconds, got 0"),
+        ({"ignore_case": "maybe"}, "ignore_case must be true or false, got 'maybe'"),
+        ({"ignore_case": 1}, "ignore_case must be true or false, got 1"),
+        ({"report": 5}, "report must be a string, got 5"),
+        ({"grep": ["a", "b"]}, "grep must be a string, got ['a', 'b']"),
+        ({"seed": 5}, "seed must be a string, got 5"),
+        ({"seed": "ftp://example.com/"}, "seed 'ftp://example.com/' is not an http(s) URL"),
+        ({"seed": "docs.example.com"}, "seed 'docs.example.com' is not an http(s) URL"),
+        ({"max_deth": 2}, "unknown argument 'max_deth'"),
+        ({"headers": "no colon here"}, "headers must look like 'Name: value; Other: value'"),
+        ({"headers": {"X-Num": 1}}, "headers must be a table of name = \"value\" strings"),
+        ({"headers": ["X-Test: 1"]}, "headers must be a table of name = \"value\" strings"),
+        ({"headers": {"Bad Name": "x"}}, "header name 'Bad Name' is not a valid HTTP header name"),
+        ({"headers": {"X-Ü": "x"}}, "header name 'X-Ü' is not a valid HTTP header name"),
+        ({"headers": {"X-A": "a\r\nX-Evil: 1"}}, "header 'X-A' has a line break or NUL in its value"),
+        ({"grep": "a.b("}, "grep 'a.b(' is not a valid regular expression"),
+        ({"grep": "x", "css": "p"}, "grep and css/xpath are different consumers: give one of them"),
+        ({"css": "p", "xpath": "//p"}, "give css or xpath, not both"),
+        ({"regex": "x"}, "regex filters css/xpath values: give -a css=... or -a xpath=... too"),
+        ({"css": "p", "regex": "(x"}, "regex '(x' is not a valid regular expression"),
+        ({"css": "p["}, "css 'p[' is not a valid CSS selector"),
+        ({"css": "p::nope"}, "css 'p::nope' is not a valid CSS selector"),
+        ({"css": ""}, "css '' is not a valid CSS selector"),
+        ({"xpath": "//p["}, "xpath '//p[' is not a valid XPath expression"),
+        ({"xpath": "x:p"}, "xpath 'x:p' is not a valid XPath expression"),
+        ({"xpath": "nosuchfunction(//p)"}, "xpath 'nosuchfunction(//p)' is not a valid XPath expression"),
+        ({"config": {"config": "other.toml"}}, "config mapping names another config"),
+    ],
+)
+def test_invalid_values_name_the_key_in_one_line(values, message):
+    with pytest.raises(SitewalkError) as raised:
+        config(**values)
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_missing_seed():
+    with pytest.raises(SitewalkError, match="missing seed: give the URL to walk"):
+        WalkConfig.from_mapping({"max_pages": "3"})
+
+
+@pytest.mark.parametrize(
+    ("values", "consumer"),
+    [
+        ({}, "index"),
+        ({"max_matches": 3, "context": 0}, "index"),
+        ({"grep": "x"}, "grep"),
+        ({"grep": ""}, "grep"),
+        ({"grep": "a.b(", "fixed_strings": "true"}, "grep"),
+        ({"css": "h1::text"}, "extract"),
+        ({"xpath": "//h1/text()", "regex": r"(\d+)"}, "extract"),
+    ],
+)
+def test_consumer(values, consumer):
+    assert config(**values).consumer == consumer
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        # The config's values are used, and the other keys override them.
+        ({"config": {"max_pages": 5, "delay": 0}}, {"max_pages": 5, "delay": 0.0}),
+        ({"config": {"max_pages": 5, "delay": 0}, "max_pages": "9"}, {"max_pages": 9, "delay": 0.0}),
+        ({"config": {"seed": "http://a.example/"}, "seed": SEED}, {"seed": SEED}),
+        # Headers are merged, the other keys' values winning.
+        (
+            {"config": {"headers": {"X-A": "1", "X-B": "2"}}, "headers": "X-B: 3; X-C: 4"},
+            {"headers": {"X-A": "1", "X-B": "3", "X-C": "4"}},
+        ),
+        # None means "not given"; scrapyd's own job arguments are not walk settings.
+        ({"config": {"max_depth": 3}, "max_depth": None}, {"max_depth": 3}),
+        ({"_job": "abc", "_version": "1", "setting": "X=1"}, {"max_pages": 20}),
+    ],
+)
+def test_a_config_mapping_and_its_overrides(values, expected):
+    result = WalkConfig.from_mapping({"seed": SEED, **values})
+    assert {key: getattr(result, key) for key in expected} == expected
+
+
+def test_the_seed_can_come_from_the_config_alone():
+    assert WalkConfig.from_mapping({"config": {"seed": SEED}}).seed == SEED
+
+
+def test_a_config_file_is_toml(tmp_path: Path):
+    path = tmp_path / "walk.toml"
+    path.write_text(
+        f'seed = "{SEED}"\nmax_depth = 2\ndelay = 0\nignore_case = true\ngrep = "a.b("\nfixed_strings = true\n'
+        '[headers]\nX-Test = "1"\n"Accept-Language" = "fr"\n',
+        encoding="utf-8",
+    )
+    result = WalkConfig.from_mapping({"config": str(path), "max_depth": "4"})
+    assert result == WalkConfig(
+        seed=SEED, max_depth=4, delay=0.0, ignore_case=True, grep="a.b(", fixed_strings=True,
+        headers={"X-Test": "1", "Accept-Language": "fr"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('seed = "https://a.example/"\nmax_pages = "ten"\n', "max_pages must be a whole number, got 'ten'"),
+        ('seed = "https://a.example/"\nmax_pagez = 3\n', "unknown argument 'max_pagez'"),
+        ('seed = "https://a.example/"\ndelay = true\n', "delay must be a number of seconds, got True"),
+        ('seed = "https://a.example/"\n[headers]\nX-Num = 1\n', "headers must be a table of name = \"value\" strings"),
+        ('seed = "https://a.example/"\n[grep]\npattern = "x"\n', "grep must be a string"),
+        ('seed = "https://a.example/"\nconfig = "other.toml"\n', "names another config"),
+        ('seed = "https://a.example/"\nmax_pages = \n', "is not valid TOML"),
+        ("seed = https://a.example/\n", "is not valid TOML"),
+    ],
+)
+def test_config_file_errors_are_one_line(tmp_path: Path, text, message):
+    path = tmp_path / "walk.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SitewalkError) as raised:
+        WalkConfig.from_mapping({"config": str(path)})
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_unreadable_config_files_name_the_file(tmp_path: Path):
+    for path, reason in [
+        (tmp_path / "missing.toml", "cannot be read: No such file or directory"),
+        (tmp_path, "cannot be read: Is a directory"),
+    ]:
+        with pytest.raises(SitewalkError, match=re.escape(f"config '{path}' {reason}")):
+            WalkConfig.from_mapping({"config": str(path)})
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes('seed = "https://a.example/caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(SitewalkError, match=re.escape(f"config '{latin1}' is not UTF-8 text")):
+        WalkConfig.from_mapping({"config": str(latin1)})
