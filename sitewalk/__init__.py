@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from sitewalk.api import grep, grep_async, walk, walk_async
+from sitewalk.api import extract, extract_async, grep, grep_async, walk, walk_async
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.items import Extract, IndexEntry, Match, Page, Report
@@ -19,6 +19,8 @@ __all__ = [
     "SitewalkError",
     "WalkConfig",
     "__version__",
+    "extract",
+    "extract_async",
     "grep",
     "grep_async",
     "walk",

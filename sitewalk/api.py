@@ -13,9 +13,9 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_instal
 
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SeedError, SitewalkError
-from sitewalk.items import Match, Page, Report
+from sitewalk.items import Extract, Match, Page, Report
 
-__all__ = ["grep", "grep_async", "walk", "walk_async"]
+__all__ = ["extract", "extract_async", "grep", "grep_async", "walk", "walk_async"]
 
 _REACTOR_LOCK = threading.Lock()
 
@@ -84,6 +84,39 @@ async def grep_async(
         _options(seed, {**options, "grep": pattern}), on_page, settings, collect=True
     )
     return matches, report
+
+
+def extract(
+    seed: str | None = None,
+    *,
+    css: str | None = None,
+    xpath: str | None = None,
+    regex: str | None = None,
+    on_page: Callable[[Page], Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> tuple[list[Extract], Report]:
+    """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
+    returns one :class:`Extract` per page with values, and the report."""
+    values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
+    report, items = _run_blocking(values, on_page, settings, collect=True)
+    return items, report
+
+
+async def extract_async(
+    seed: str | None = None,
+    *,
+    css: str | None = None,
+    xpath: str | None = None,
+    regex: str | None = None,
+    on_page: Callable[[Page], Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> tuple[list[Extract], Report]:
+    """:func:`extract` for asyncio programs."""
+    values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
+    report, items = await _run_async(values, on_page, settings, collect=True)
+    return items, report
 
 
 def _options(seed: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,7 +207,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         ready = threading.Event()
         reactor.callWhenRunning(ready.set)  # type: ignore[attr-defined]
         thread = threading.Thread(
-            target=reactor.run,  # type: ignore[attr-defined]
+            target=reactor.run,  # type: ignore[attr-defined,misc]
             kwargs={"installSignalHandlers": False},
             name="sitewalk-reactor",
             daemon=True,

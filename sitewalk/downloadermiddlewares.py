@@ -172,7 +172,8 @@ class WalkRobotsTxtMiddleware(RobotsTxtMiddleware):
         url = urlparse_cached(request)
         netloc = url.netloc
         if netloc not in self._parsers:
-            self._parsers[netloc] = waiting = Deferred()
+            waiting: Deferred[RobotParser | None] = Deferred()
+            self._parsers[netloc] = waiting
             robots_request = Request(
                 f"{url.scheme}://{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,

@@ -98,3 +98,16 @@ def test_walk_async_shares_the_callers_loop_in_a_fresh_process(make_site, tmp_pa
     fetched, again, same_loop = json.loads(result.stdout.splitlines()[-1])
     assert fetched == [4, 4] and again == 1 and same_loop is True
     assert sorted(site.paths()) == sorted(["/", "/a", "/b", "/a1"] * 2 + ["/"])
+
+
+def test_extract_and_grep_return_their_items(make_site):
+    from sitewalk import Extract, Match, extract, grep
+
+    site = make_site({"/": {"title": "Home", "body": "<p>needle one</p>", "links": ["/a"]},
+                      "/a": {"title": "Page A", "body": "<p>no match</p>"}})
+    items, report = extract(site("/"), css="h1::text", delay=0, settings=LOOPBACK)
+    assert items == [Extract(url=site("/"), depth=0, values=["Home"]), Extract(url=site("/a"), depth=1, values=["Page A"])]
+    assert report.fetched == 2
+    matches, report = grep(site("/"), "needle", delay=0, settings=LOOPBACK)
+    assert matches == [Match(url=site("/"), line=2, text="needle one", before=["Home"], after=["/a"], depth=0)]
+    assert report.fetched == 2

@@ -70,3 +70,26 @@ def test_budget_spent_before_the_stop_carries_over(make_site, tmp_path):
     assert len(site.paths()) == 8
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["fetched"] == 8 and report["stopped"] == "max-pages"
+
+
+def test_grep_match_budget_carries_over(make_site, tmp_path):
+    site = make_site({
+        "/": {"links": [f"/p{i}" for i in range(10)]},
+        **{f"/p{i}": {"body": "<p>needle</p>"} for i in range(10)},
+    })
+    args = ["-a", f"seed={site('/')}", "-a", "grep=needle", "-a", "max_matches=6", "-a", "delay=0.15",
+            "-a", "report=r.json", "-O", "m.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
+    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(site.paths()) < 4:
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=30)
+    assert run_cli(*args, cwd=tmp_path).returncode == 0
+    matches = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert [m["url"] for m in matches] == [site(f"/p{i}") for i in range(6)]
+    assert site.paths() == ["/"] + [f"/p{i}" for i in range(6)]
+    assert json.loads((tmp_path / "r.json").read_text())["stopped"] == "callback"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from twisted.python.failure import Failure
 from w3lib.url import file_uri_to_path
 
@@ -54,6 +55,8 @@ class SitewalkSpider(Spider):
         self.failures: list[dict[str, str | None]] = []
         self.robots_skipped: list[str] = []
         self.seed_error: str | None = None
+        # Counters a consumer keeps across a resumed walk (e.g. the grep match budget spent).
+        self.consumer_state: dict[str, int] = {}
         self.report: Report | None = None
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
@@ -62,9 +65,12 @@ class SitewalkSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitewalkSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.config.headers:
-            headers = dict(crawler.settings.getdict("DEFAULT_REQUEST_HEADERS"))
+            settings = crawler.settings
+            headers = dict(settings.getdict("DEFAULT_REQUEST_HEADERS"))
             headers.update(spider.config.headers)
-            crawler.settings.set("DEFAULT_REQUEST_HEADERS", headers, priority="spider")
+            # -s DEFAULT_REQUEST_HEADERS has cmdline priority: the walk's headers add to it, winning per name.
+            priority = max(settings.getpriority("DEFAULT_REQUEST_HEADERS") or 0, SETTINGS_PRIORITIES["spider"])
+            settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=priority)
         if spider.job:
             spider.config = _job_outputs(crawler, spider.config, spider.job)
         if spider._load_state() is not None:
@@ -158,6 +164,7 @@ class SitewalkSpider(Spider):
             "seen": self.dupefilter.seen_urls(),
             "failures": self.failures,
             "robots_skipped": self.robots_skipped,
+            "consumer_state": self.consumer_state,
             "origin": self.origin.origin_tuple,
             "pages": self.budget.pages,
             "bytes": self.budget.bytes,
@@ -186,6 +193,7 @@ class SitewalkSpider(Spider):
             self.dupefilter.add(url)
         self.failures.extend(state["failures"])
         self.robots_skipped.extend(state["robots_skipped"])
+        self.consumer_state.update(state["consumer_state"])
         if state["origin"] is not None:
             self.origin.origin_tuple = state["origin"]
         self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
@@ -217,7 +225,7 @@ class SitewalkSpider(Spider):
         content_type = _media_type(response)
         root = None
         if content_type in _HTML_TYPES and response.body:
-            root = response.selector.root
+            root = response.selector.root  # type: ignore[attr-defined]
         page = Page(
             url=url,
             final_url=response.url,
