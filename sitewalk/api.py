@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,6 +19,8 @@ from sitewalk.items import Extract, Match, Page, Report
 __all__ = ["extract", "extract_async", "grep", "grep_async", "walk", "walk_async"]
 
 _REACTOR_LOCK = threading.Lock()
+# Graceful stops of walks whose caller was cancelled; asyncio holds tasks only weakly.
+_STOPPING: set[asyncio.Future[None]] = set()
 
 
 def walk(
@@ -156,7 +159,16 @@ async def _crawl(
 
     if collect:
         crawler.signals.connect(item_scraped, signal=signals.item_scraped)
-    await runner.crawl(crawler, on_page=on_page, **options)
+    crawl = runner.crawl(crawler, on_page=on_page, **options)
+    try:
+        await asyncio.shield(crawl)
+    except asyncio.CancelledError:
+        # The caller gave up: stop gracefully ("interrupted"); cancelling Scrapy mid-step would
+        # leave the crawl's engine open for good in a long-lived process.
+        stopping = asyncio.ensure_future(crawler.stop_async())
+        _STOPPING.add(stopping)
+        stopping.add_done_callback(_STOPPING.discard)
+        raise
     spider: SitewalkSpider = crawler.spider  # type: ignore[assignment]
     if spider.seed_error is not None:
         raise SeedError(spider.seed_error)
@@ -251,6 +263,11 @@ async def _run_async(
             from twisted.internet import reactor
 
             reactor.startRunning(installSignalHandlers=False)  # type: ignore[attr-defined]
+            # Nothing fires the shutdown of a reactor on a loop it does not run: its thread pool
+            # (host name lookups) must not keep the process alive once the caller's loop ends.
+            reactor.getThreadPool().threadFactory = functools.partial(  # type: ignore[attr-defined]
+                threading.Thread, daemon=True
+            )
             loop = running
     if loop is running:
         return await _crawl(options, on_page, settings, collect)

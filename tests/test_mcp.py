@@ -1,0 +1,453 @@
+"""sitewalk-mcp through the MCP SDK's own client: a server subprocess on stdio, walking the mock site."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+
+from sitewalk.items import Match, Report
+from sitewalk.mcp import ServerOptions, _grep_lines, _notices
+from tests.conftest import LOOPBACK
+
+pytestmark = pytest.mark.anyio
+
+ALLOW = LOOPBACK["SITEWALK_GUARD_ALLOW_NETWORKS"]
+MAX_PAGES = 30
+
+
+class Server:
+    """A running ``sitewalk-mcp`` and the client session talking to it."""
+
+    def __init__(self, session: ClientSession, log_path: Path) -> None:
+        self.session = session
+        self.log_path = log_path
+
+    async def call(self, tool: str, **arguments: Any) -> CallToolResult:
+        return await self.session.call_tool(tool, arguments)
+
+    def log(self) -> str:
+        """What the server wrote to stderr."""
+        return self.log_path.read_text(encoding="utf-8")
+
+
+@asynccontextmanager
+async def serve(workdir: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Server]:
+    log_path = workdir / "server.log"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sitewalk.mcp", *args], env=env, cwd=str(workdir)
+    )
+    with log_path.open("w", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield Server(session, log_path)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
+    """One server for the module's tests: they are also its many calls, one after another."""
+    workdir = tmp_path_factory.mktemp("mcp")
+    options = ["--allow-networks", ALLOW, "--delay", "0", "--max-pages", str(MAX_PAGES), "--log-level", "INFO"]
+    async with serve(workdir, *options) as running:
+        yield running
+
+
+def text(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b"]},
+    "/a": {"title": "Page A", "links": ["/c"]},
+    "/b": {"content_type": "text/plain", "body": "plain text"},
+    "/c": {"title": "Too deep"},
+}
+
+
+# -- the tools' schemas -------------------------------------------------------------------------
+
+
+async def test_tools_are_listed_with_typed_bounded_described_parameters(server: Server) -> None:
+    tools = {tool.name: tool for tool in (await server.session.list_tools()).tools}
+    assert set(tools) == {"web_crawl", "web_grep"}
+
+    crawl = tools["web_crawl"].input_schema
+    assert crawl["required"] == ["url"]
+    assert set(crawl["properties"]) == {"url", "max_depth", "max_pages", "deadline", "max_bytes"}
+    # The bounds are the server's maxima (--max-pages 30, the defaults for the others).
+    assert crawl["properties"]["max_pages"] | {"description": ""} == {
+        "type": "integer", "default": 20, "minimum": 1, "maximum": MAX_PAGES, "title": "Max Pages", "description": "",
+    }
+    assert crawl["properties"]["max_depth"]["maximum"] == 5
+    assert crawl["properties"]["max_depth"]["default"] == 1
+    assert crawl["properties"]["deadline"]["maximum"] == 300
+    assert crawl["properties"]["max_bytes"]["maximum"] == 50_000_000
+    assert all(spec.get("description") for spec in crawl["properties"].values())
+
+    grep = tools["web_grep"].input_schema
+    assert grep["required"] == ["url", "pattern"]
+    assert {"pattern", "max_matches", "ignore_case", "context", "fixed_strings"} <= set(grep["properties"])
+    assert grep["properties"]["max_matches"]["default"] == 50
+    assert grep["properties"]["max_matches"]["maximum"] == 500
+    assert grep["properties"]["ignore_case"]["type"] == "boolean"
+    assert grep["properties"]["max_pages"]["maximum"] == MAX_PAGES
+    assert all(spec.get("description") for spec in grep["properties"].values())
+
+    for tool in tools.values():
+        assert tool.description
+        assert tool.annotations is not None and tool.annotations.read_only_hint
+        assert tool.output_schema is not None
+        assert {"fetched", "stopped", "failures", "robots_skipped", "unvisited"} <= set(tool.output_schema["properties"])
+
+
+async def test_a_budget_above_the_servers_maximum_is_rejected_before_any_request(server: Server, make_site: Any) -> None:
+    site = make_site(SITE)
+    result = await server.call("web_crawl", url=site("/"), max_pages=MAX_PAGES + 1)
+    assert result.is_error
+    assert "max_pages" in text(result)
+    assert f"less than or equal to {MAX_PAGES}" in text(result)
+    assert site.requests() == []
+
+
+# -- web_crawl and web_grep ------------------------------------------------------------------
+
+
+async def test_web_crawl_returns_one_line_per_page_and_the_report(server: Server, make_site: Any) -> None:
+    site = make_site(SITE)
+    result = await server.call("web_crawl", url=site("/"))
+    assert not result.is_error
+    assert site.paths() == ["/", "/a", "/b"]
+    report = result.structured_content
+    assert report is not None
+    lines = text(result).splitlines()
+    sizes = [int(line.split()[2]) for line in lines[:3]]
+    assert lines[:3] == [
+        f"{site('/')} 200 {sizes[0]} bytes — Home",
+        f"{site('/a')} 200 {sizes[1]} bytes — Page A",
+        f"{site('/b')} 200 10 bytes",
+    ]
+    assert sum(sizes) == report["bytes"]
+    assert lines[3] == ""
+    assert lines[4].startswith(f"3 pages, {report['bytes']} bytes from {site.url} in ")
+    assert len(lines) == 5
+    assert report["fetched"] == 3
+    assert report["origin"] == site.url
+    assert report["stopped"] is None
+    assert report["failures"] == report["robots_skipped"] == report["unvisited"] == []
+
+
+async def test_web_grep_returns_matching_lines_grouped_by_page(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/": {"title": "Fruit", "links": ["/b"], "body": "<p>one apple</p><p>two</p><p>three</p><p>four</p>"
+                                                       "<p>five</p><p>six apple</p>"},
+        "/b": {"title": "Apple pie", "body": "<p>no fruit</p>"},
+    })
+    result = await server.call("web_grep", url=site("/"), pattern="apple", ignore_case=True, context=1)
+    assert not result.is_error
+    assert site.paths() == ["/", "/b"]
+    assert text(result).splitlines()[:10] == [
+        site("/"),
+        "  1- Fruit",
+        "  2: one apple",
+        "  3- two",
+        "  --",
+        "  6- five",
+        "  7: six apple",
+        "  8- /b",
+        site("/b"),
+        "  1: Apple pie",
+    ]
+    assert "3 matching lines on 2 of 2 pages" in text(result)
+    assert result.structured_content is not None and result.structured_content["fetched"] == 2
+
+
+# -- one long-lived server: many calls, concurrent calls, progress --------------------------------
+
+
+async def test_concurrent_calls_get_their_own_results(server: Server, make_site: Any) -> None:
+    one = make_site({"/": {"title": "One", "links": ["/x"]}, "/x": {"title": "One X"}})
+    two = make_site({"/": {"title": "Two", "links": ["/y", "/z"]}, "/y": {"title": "Two Y"}, "/z": {"title": "Two Z"}})
+    results: dict[str, CallToolResult] = {}
+
+    async def crawl(name: str, url: str) -> None:
+        results[name] = await server.call("web_crawl", url=url)
+
+    async def grep(name: str, url: str) -> None:
+        results[name] = await server.call("web_grep", url=url, pattern="Two [YZ]", context=0)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(crawl, "one", one("/"))
+        tasks.start_soon(crawl, "two", two("/"))
+        tasks.start_soon(grep, "grep", two("/"))
+    assert [line.split()[0] for line in text(results["one"]).splitlines()[:2]] == [one("/"), one("/x")]
+    assert [line.split()[0] for line in text(results["two"]).splitlines()[:3]] == [two("/"), two("/y"), two("/z")]
+    assert text(results["grep"]).splitlines()[:4] == [two("/y"), "  1: Two Y", two("/z"), "  1: Two Z"]
+    assert results["one"].structured_content["fetched"] == 2  # type: ignore[index]
+    assert one.paths() == ["/", "/x"]
+    # Two walks of the same site ran at once: each fetched each page once.
+    assert sorted(two.paths()) == sorted(["/", "/y", "/z"] * 2)
+
+
+async def test_progress_is_reported_per_page_when_the_client_asks(server: Server, make_site: Any) -> None:
+    site = make_site(SITE)
+    seen: list[tuple[float, float | None, str | None]] = []
+    all_seen = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+        if len(seen) == 3:
+            all_seen.set()
+
+    result = await server.session.call_tool("web_crawl", {"url": site("/"), "max_pages": 10}, progress_callback=on_progress)
+    assert not result.is_error
+    # Notifications are delivered to the callback in their own tasks; wait for them, not for time.
+    with anyio.fail_after(10):
+        await all_seen.wait()
+    assert sorted(seen) == [(1.0, 10.0, site("/")), (2.0, 10.0, site("/a")), (3.0, 10.0, site("/b"))]
+
+
+# -- notices -------------------------------------------------------------------------------------
+
+
+async def test_robots_txt_skips_are_noticed_with_the_server_option(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/": {"title": "Home", "links": ["/private", "/public"]},
+        "/private": {"title": "Private"},
+        "/public": {"title": "Public"},
+        "/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /private\n"},
+    })
+    result = await server.call("web_crawl", url=site("/"))
+    assert site.paths() == ["/", "/public"]
+    assert result.structured_content["robots_skipped"] == [site("/private")]  # type: ignore[index]
+    notes = _notes(result)
+    assert len(notes) == 1
+    assert f"1 page not fetched because the site's robots.txt disallows them ({site('/private')})" in notes[0]
+    assert "--no-robots" in notes[0] and "ROBOTSTXT_OBEY=false" in notes[0]
+
+
+async def test_a_stop_by_a_limit_names_the_parameter_to_raise(server: Server, make_site: Any) -> None:
+    site = make_site({"/": {"title": "Home", "links": ["/1", "/2", "/3"]}, "/1": {}, "/2": {}, "/3": {}})
+    result = await server.call("web_crawl", url=site("/"), max_pages=2)
+    assert site.paths() == ["/", "/1"]
+    assert result.structured_content["stopped"] == "max-pages"  # type: ignore[index]
+    assert _notes(result) == [
+        "Stopped by max_pages=2: 2 known pages left unfetched (the report's unvisited list). "
+        f"To get more, raise max_pages (this server allows up to {MAX_PAGES})."
+    ]
+
+    result = await server.call("web_grep", url=site("/"), pattern="/", max_matches=1, context=0)
+    assert result.structured_content["stopped"] == "callback"  # type: ignore[index]
+    assert _notes(result)[0].startswith("Stopped by max_matches=1: 3 known pages left unfetched")
+    assert "raise max_matches (this server allows up to 500)" in _notes(result)[0]
+
+
+async def test_failures_and_refused_addresses_are_summarised(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/": {"title": "Home", "links": ["/away", "/inside", "/ok"]},
+        "/away": {"status": 302, "headers": {"Location": "http://example.invalid/"}},
+        "/inside": {"status": 302, "headers": {"Location": "http://127.0.0.2:9/"}},
+        "/ok": {"title": "OK"},
+    })
+    result = await server.call("web_crawl", url=site("/"))
+    assert not result.is_error
+    assert site.paths() == ["/", "/away", "/inside", "/ok"]
+    refused, failed = _notes(result)
+    assert refused.startswith(f"1 page refused by the address guard, which blocks non-public addresses: {site('/inside')} (")
+    assert "refused address 127.0.0.2" in refused
+    assert "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)" in refused
+    assert failed == (
+        f"1 page could not be fetched: {site('/away')} (redirected off-origin to http://example.invalid/). "
+        "Failures do not count toward max_pages; the report's failures list has them all."
+    )
+
+
+def test_failure_notices_name_a_few_and_count_the_rest() -> None:
+    failures: list[dict[str, str | None]] = [
+        {"url": f"http://site.test/{n}", "reason": "connection refused", "found_on": "http://site.test/"} for n in range(5)
+    ]
+    failures.append({"url": "http://site.test/x", "reason": "refused address 10.0.0.1 (...)", "found_on": None})
+    report = Report(seed="http://site.test/", origin="http://site.test", fetched=1, failures=failures)
+    refused, failed = _notices(report, {"max_pages": 20}, ServerOptions())
+    assert refused.startswith("1 page refused by the address guard")
+    assert failed.startswith(
+        "5 pages could not be fetched: http://site.test/0 (connection refused); http://site.test/1 "
+        "(connection refused); http://site.test/2 (connection refused); and 2 more."
+    )
+
+
+def test_grep_lines_show_overlapping_context_once_with_matches_marked() -> None:
+    matches = [
+        Match(url="u", line=2, text="b", before=["a"], after=["c", "d"], depth=0),
+        Match(url="u", line=3, text="c", before=["a", "b"], after=["d"], depth=0),
+    ]
+    assert _grep_lines(matches) == ["u", "  1- a", "  2: b", "  3: c", "  4- d"]
+
+
+# -- errors are tool errors; the server carries on -------------------------------------------------
+
+
+async def test_a_seed_that_cannot_be_fetched_is_a_tool_error_and_the_server_carries_on(
+    server: Server, make_site: Any
+) -> None:
+    result = await server.call("web_crawl", url=f"http://127.0.0.1:{closed_port()}/")
+    assert result.is_error
+    assert "could not be fetched" in text(result) and "connection refused" in text(result)
+
+    result = await server.call("web_grep", url="ftp://example.test/", pattern="x")
+    assert result.is_error
+    assert "'ftp://example.test/' is not an http(s) URL" in text(result)
+
+    result = await server.call("web_grep", url="http://127.0.0.1:9/", pattern="(")
+    assert result.is_error
+    assert "is not a valid regular expression" in text(result)
+
+    site = make_site(SITE)
+    result = await server.call("web_crawl", url=site("/"), max_depth=0)
+    assert not result.is_error
+    assert text(result).startswith(f"{site('/')} 200 ")
+    assert site.paths() == ["/"]
+
+
+async def test_a_seed_refused_by_the_address_guard_names_the_server_option(server: Server, make_site: Any) -> None:
+    site = make_site(SITE, host="127.0.0.2")
+    result = await server.call("web_crawl", url=site("/"))
+    assert result.is_error
+    assert "refused address 127.0.0.2" in text(result)
+    assert "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)" in text(result)
+    assert site.requests() == []
+
+
+async def test_a_cancelled_call_ends_its_walk_after_the_page_in_flight(server: Server, make_site: Any) -> None:
+    site = make_site({"/": {"title": "Home", "links": ["/slow", "/next"]}, "/slow": {"sleep": 1}, "/next": {}})
+    first_page = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        first_page.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(
+            lambda: server.session.call_tool("web_crawl", {"url": site("/")}, progress_callback=on_progress)
+        )
+        with anyio.fail_after(30):
+            await first_page.wait()
+        tasks.cancel_scope.cancel()
+    # The cancelled walk is stopped gracefully and logs its report ("/next" left unfetched).
+    with anyio.fail_after(30):
+        while f"from {site.url}; stopped: interrupted" not in server.log():
+            await anyio.sleep(0.05)
+    assert "/next" not in site.paths()
+    result = await server.call("web_crawl", url=site("/"), max_depth=0)
+    assert not result.is_error
+
+
+def _notes(result: CallToolResult) -> list[str]:
+    return [line.removeprefix("Note: ") for line in text(result).splitlines() if line.startswith("Note: ")]
+
+
+# -- the server's options from the environment; the output cap ---------------------------------
+
+
+async def test_environment_options_and_the_output_cap(tmp_path: Path, make_site: Any) -> None:
+    links = [f"/a-rather-long-page-name-to-fill-the-listing-{n}" for n in range(25)]
+    spec: dict[str, Any] = {"/": {"title": "Home", "links": links}}
+    spec.update({link: {"title": f"Page {n}"} for n, link in enumerate(links)})
+    spec["/robots.txt"] = {"content_type": "text/plain", "body": f"User-agent: *\nDisallow: {links[0]}\n"}
+    site = make_site(spec)
+    env = {
+        "SITEWALK_GUARD_ALLOW_NETWORKS": ALLOW,
+        "ROBOTSTXT_OBEY": "false",
+        "USER_AGENT": "mcp-test-agent/1.0",
+        "SITEWALK_MCP_DELAY": "0",
+        "SITEWALK_MCP_MAX_PAGES": "26",
+        "SITEWALK_MCP_MAX_OUTPUT_CHARS": "1000",
+    }
+    async with serve(tmp_path, env=env) as running:
+        tools = {tool.name: tool for tool in (await running.session.list_tools()).tools}
+        assert tools["web_crawl"].input_schema["properties"]["max_pages"]["maximum"] == 26
+        result = await running.call("web_crawl", url=site("/"), max_pages=26)
+    assert not result.is_error
+    # ROBOTSTXT_OBEY=false: the disallowed page was fetched; USER_AGENT reached the server.
+    assert site.paths() == ["/", *links]
+    assert {entry["headers"]["User-Agent"] for entry in site.requests()} == {"mcp-test-agent/1.0"}
+    assert result.structured_content["fetched"] == 26  # type: ignore[index]
+    output = text(result)
+    assert len(output) <= 1000
+    lines = output.splitlines()
+    shown = [line for line in lines if line.startswith(site.url)]
+    assert 0 < len(shown) < 26
+    assert lines[: len(shown)] == [line for line in lines if " bytes — " in line]
+    assert any(line.startswith("26 pages, ") for line in lines)
+    assert _notes(result) == [
+        f"output cut at this server's limit of 1000 characters: showing the first {len(shown)} of 26 pages. "
+        "Narrow the request (lower max_pages or max_depth, or start from a deeper URL) to see the rest."
+    ]
+
+
+# -- stdout is the protocol's; the process ends when the client hangs up --------------------------
+
+
+def test_stdout_carries_only_the_protocol_and_the_server_exits_when_stdin_closes(
+    tmp_path: Path, make_site: Any
+) -> None:
+    site = make_site(SITE)
+    # A host name: its lookup starts Twisted's thread pool, which must not keep the process alive.
+    seed = site("/").replace("127.0.0.1", "localhost")
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "web_crawl", "arguments": {"url": seed}}},
+    ]
+    stderr = (tmp_path / "stderr.log").open("w", encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sitewalk.mcp", "--allow-networks", ALLOW, "--delay", "0", "--log-level", "DEBUG"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=tmp_path,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        for request in requests:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+        messages: list[dict[str, Any]] = []
+        while not any(message.get("id") == 2 for message in messages):
+            messages.append(json.loads(process.stdout.readline()))
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+        messages.extend(json.loads(line) for line in process.stdout.read().splitlines())
+    finally:
+        process.kill()
+        stderr.close()
+    assert all(message["jsonrpc"] == "2.0" for message in messages)
+    result = next(message["result"] for message in messages if message.get("id") == 2)
+    assert not result.get("isError")
+    assert result["content"][0]["text"].startswith(f"{seed} 200 ")
+    assert site.paths() == ["/", "/a", "/b"]
+    log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
+    assert "Spider opened" in log and "DEBUG" in log
