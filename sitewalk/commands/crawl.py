@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,8 @@ from sitewalk.exceptions import SitewalkError
 
 if TYPE_CHECKING:
     import argparse
+
+logger = logging.getLogger(__name__)
 
 
 class Command(ScrapyCrawlCommand):
@@ -36,5 +39,8 @@ class Command(ScrapyCrawlCommand):
         if spider is None or self.crawler_process.bootstrap_failed:
             self.exitcode = 1
         elif spider.seed_error is not None:
+            if crawler.settings.get("LOG_FILE"):
+                # A log file (scrapyd's job log) would not show the line printed to stderr.
+                logger.error("sitewalk: error: %s", spider.seed_error)
             print(f"sitewalk: error: {spider.seed_error}", file=sys.stderr)
             self.exitcode = 1
