@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import ada_url
 
 from protego import Protego
 from scrapy import signals
@@ -97,6 +100,7 @@ class SameOriginMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._origin: tuple[str, str, int] | None = None
+        self._origin_text: str | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -104,34 +108,18 @@ class SameOriginMiddleware:
 
     @property
     def origin(self) -> str | None:
-        """``scheme://host[:port]``, the default port omitted; None until the seed arrived."""
-        if self._origin is None:
-            return None
-        scheme, host, port = self._origin
-        if ":" in host:
-            host = f"[{host}]"
-        return f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == port else f"{scheme}://{host}:{port}"
+        """``scheme://host[:port]`` as a browser serialises it (default port omitted); None until
+        the seed arrived."""
+        return self._origin_text
 
     @property
-    def origin_tuple(self) -> tuple[str, str, int] | None:
-        return self._origin
-
-    @origin_tuple.setter
-    def origin_tuple(self, value: tuple[str, str, int]) -> None:
-        self._origin = tuple(value)  # type: ignore[assignment]
+    def prefix(self) -> str:
+        """What every same-origin URL in normalised (WHATWG) form starts with: ``origin + "/"``."""
+        return f"{self._origin_text}/"
 
     def set_origin(self, url: str) -> None:
-        from urllib.parse import urlsplit
-
         self._origin = origin_of(urlsplit(url))
-
-    def allows(self, url: str) -> bool:
-        from urllib.parse import urlsplit
-
-        try:
-            return origin_of(urlsplit(url)) == self._origin
-        except ValueError:  # an invalid port
-            return False
+        self._origin_text = ada_url.URL(url).origin
 
     def process_request(self, request: Request) -> None:
         if request.meta.get("sitewalk_seed") or request.meta.get("dont_obey_robotstxt"):

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.dupefilters import BaseDupeFilter
 
+from sitewalk.links import normalize
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -62,7 +64,8 @@ class WalkDupeFilter(BaseDupeFilter):
         if not request.meta.get("redirect_urls"):
             # Made by the frontier, which recorded the URL when it queued it.
             return False
-        return not self.add(request.url)
+        # A redirect target, resolved by Scrapy: compare it in the form links are kept in.
+        return not self.add(normalize(request.url))
 
     def log(self, request: Request, spider: object = None) -> None:
         if self.crawler is not None:

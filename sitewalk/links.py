@@ -1,59 +1,68 @@
-"""Links and title of an HTML page, by the rules a browser uses to resolve them."""
+"""Links and title of an HTML page, parsed and resolved by the rules a browser uses.
+
+The page is parsed with lexbor (selectolax), an HTML5 parser in C, and each link is resolved with
+ada, a WHATWG URL parser in C: on a link-heavy site these two steps are most of the walk's own
+work, and both are several times faster than lxml and ``urljoin`` + ``safe_url_string`` while
+following the HTML and URL standards exactly (whitespace stripped, tabs and newlines dropped,
+percent-encoding, dot segments, default ports and host case normalised).
+"""
 
 from __future__ import annotations
 
-from urllib.parse import urljoin
+import ada_url
+from selectolax.lexbor import LexborHTMLParser
 
-from lxml import etree
-from w3lib.url import safe_url_string
+__all__ = ["normalize", "page_links", "page_title", "parse_html"]
 
-__all__ = ["page_links", "page_title"]
-
-_STRIP = " \t\n\r\f"
-_REMOVE = str.maketrans("", "", "\t\n\r")
+_join = ada_url.join_url
+# Links a crawler may follow; the rel test in the selector saves a Python call per link.
+_FOLLOWED = 'a[href]:not([rel~="nofollow" i]), area[href]:not([rel~="nofollow" i])'
 
 
-def page_title(root: etree._Element) -> str | None:
+def parse_html(body: bytes | str) -> LexborHTMLParser:
+    return LexborHTMLParser(body)
+
+
+def normalize(url: str) -> str:
+    """``url`` in the form the walk compares URLs in (WHATWG serialisation, no fragment)."""
+    return ada_url.normalize_url(url).partition("#")[0]
+
+
+def page_title(tree: LexborHTMLParser) -> str | None:
     """The text of the document's first ``<title>``, whitespace collapsed; None when absent or empty."""
-    for title in root.iter("title"):
-        text = " ".join("".join(title.itertext()).split())
-        return text or None
-    return None
+    title = tree.css_first("title")
+    if title is None:
+        return None
+    return " ".join(title.text(deep=True).split()) or None
 
 
-def page_links(root: etree._Element, url: str) -> list[str]:
+def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
     """Absolute http(s) URLs of the page's ``<a href>`` and ``<area href>``, in document order.
 
-    Resolved against the first ``<base href>`` (or ``url``), fragments dropped, ``rel=nofollow``
-    links and pages with ``<meta name=robots content=nofollow>`` yield nothing. Duplicates are kept:
-    the frontier decides what is new. No filtering by file extension.
+    Resolved against the first ``<base href>`` (or ``url``), normalised, fragments dropped;
+    ``rel=nofollow`` links and pages with ``<meta name=robots content=nofollow>`` yield nothing.
+    Duplicates are kept: the frontier decides what is new. No filtering by file extension.
     """
     base = url
-    for element in root.iter("base", "meta"):
-        if element.tag == "base":
-            href = element.get("href")
-            if href is not None and base is url:
-                base = urljoin(url, _clean(href))
-        elif (element.get("name") or "").lower() == "robots":
-            directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}
+    for meta in tree.css("meta[name]"):
+        if (meta.attributes.get("name") or "").lower() == "robots":
+            directives = {d.strip().lower() for d in (meta.attributes.get("content") or "").split(",")}
             if directives & {"nofollow", "none"}:
                 return []
+    base_element = tree.css_first("base[href]")
+    if base_element is not None:
+        try:
+            base = _join(url, base_element.attributes.get("href") or "")
+        except ValueError:
+            base = url
     links = []
-    for element in root.iter("a", "area"):
-        href = element.get("href")
-        if href is None:
+    append = links.append
+    for element in tree.css(_FOLLOWED):
+        try:
+            absolute = _join(base, element.attrs["href"])
+        except ValueError:  # not a valid URL: a browser would not follow it either
             continue
-        rel = element.get("rel")
-        if rel and "nofollow" in rel.lower().split():
-            continue
-        absolute = urljoin(base, _clean(href))
-        scheme, sep, _ = absolute.partition(":")
-        if not sep or scheme.lower() not in ("http", "https"):
-            continue
-        links.append(safe_url_string(absolute.partition("#")[0]))
+        if absolute.startswith(("http://", "https://")):
+            cut = absolute.find("#")
+            append(absolute if cut < 0 else absolute[:cut])
     return links
-
-
-def _clean(href: str) -> str:
-    # The URL parser strips leading/trailing C0 space and drops tabs and newlines anywhere.
-    return href.strip(_STRIP).translate(_REMOVE)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# Imported here, early and near the top of the stack, because Scrapy's TLS context module calls
+# inspect.stack() at import: from deep inside the crawl that costs ~0.7 s of start-up.
+import scrapy.core.downloader.handlers.http11  # noqa: F401
+
 from sitewalk import __version__
 
 BOT_NAME = "sitewalk"
@@ -59,11 +63,32 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "sitewalk.downloadermiddlewares.WalkRobotsTxtMiddleware": 100,
     "sitewalk.downloadermiddlewares.BudgetMiddleware": 950,
+    # Nothing to do in this walk (BudgetMiddleware sets every request's timeout; no retries).
+    "scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMiddleware": None,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+}
+# The spider tracks depth itself and keeps every status and URL length.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
 }
 EXTENSIONS = {
     "sitewalk.extensions.WalkBudget": 10,
-    "scrapy.extensions.telnet.TelnetConsole": None,
-    "scrapy.extensions.remote_control.RemoteControl": None,
+}
+# Scrapy's own list without the telnet console and the remote-control endpoint, which must not
+# run (they listen on a port; remote control can execute code) and cost start-up time to import.
+EXTENSIONS_BASE = {
+    "scrapy.extensions.corestats.CoreStats": 0,
+    "scrapy.extensions.logcount.LogCount": 0,
+    "scrapy.extensions.memusage.MemoryUsage": 0,
+    "scrapy.extensions.memdebug.MemoryDebugger": 0,
+    "scrapy.extensions.closespider.CloseSpider": 0,
+    "scrapy.extensions.feedexport.FeedExporter": 0,
+    "scrapy.extensions.logstats.LogStats": 0,
+    "scrapy.extensions.spiderstate.SpiderState": 0,
+    "scrapy.extensions.throttle.AutoThrottle": 0,
 }
 ITEM_PIPELINES = {
     "sitewalk.pipelines.CallbackPipeline": 100,

@@ -17,7 +17,7 @@ from w3lib.url import file_uri_to_path
 from sitewalk import failures
 from sitewalk.config import WalkConfig
 from sitewalk.items import Page, Report
-from sitewalk.links import page_links, page_title
+from sitewalk.links import normalize, page_links, page_title, parse_html
 
 if TYPE_CHECKING:
     import asyncio
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["SitewalkSpider"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
 
 
 class SitewalkSpider(Spider):
@@ -109,7 +110,7 @@ class SitewalkSpider(Spider):
 
         loop = asyncio.get_running_loop()
         if not self._resume():
-            seed = self.config.seed
+            seed = normalize(self.config.seed)
             self.dupefilter.add(seed)
             self.frontier.append((seed, 0, None))
         while True:
@@ -165,7 +166,7 @@ class SitewalkSpider(Spider):
             "failures": self.failures,
             "robots_skipped": self.robots_skipped,
             "consumer_state": self.consumer_state,
-            "origin": self.origin.origin_tuple,
+            "origin": self.origin.origin,
             "pages": self.budget.pages,
             "bytes": self.budget.bytes,
             "elapsed": elapsed,
@@ -195,7 +196,7 @@ class SitewalkSpider(Spider):
         self.robots_skipped.extend(state["robots_skipped"])
         self.consumer_state.update(state["consumer_state"])
         if state["origin"] is not None:
-            self.origin.origin_tuple = state["origin"]
+            self.origin.set_origin(state["origin"])
         self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
         self.logger.info(
             "resuming the walk in JOBDIR: %d pages fetched, %d queued", state["pages"], len(self.frontier)
@@ -223,9 +224,11 @@ class SitewalkSpider(Spider):
         if meta.get("sitewalk_seed"):
             self.origin.set_origin(response.url)
         content_type = _media_type(response)
-        root = None
+        tree = None
         if content_type in _HTML_TYPES and response.body:
-            root = response.selector.root  # type: ignore[attr-defined]
+            encoding = getattr(response, "encoding", "utf-8")
+            # lexbor reads bytes as UTF-8; other charsets are decoded first.
+            tree = parse_html(response.body if encoding in _UTF8 else response.text)  # type: ignore[attr-defined]
         page = Page(
             url=url,
             final_url=response.url,
@@ -233,7 +236,7 @@ class SitewalkSpider(Spider):
             byte_count=len(response.body),
             depth=depth,
             content_type=content_type,
-            title=page_title(root) if root is not None else None,
+            title=page_title(tree) if tree is not None else None,
             found_on=meta.get("sitewalk_found_on"),
             headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
             body=response.body,
@@ -241,15 +244,15 @@ class SitewalkSpider(Spider):
         )
         self.budget.page_fetched(page.byte_count, depth)
         await self.crawler.engine.scraper.start_itemproc_async(page, response=response)
-        if root is None or not 200 <= response.status < 300 or depth >= self.config.max_depth:
+        if tree is None or not 200 <= response.status < 300 or depth >= self.config.max_depth:
             return
-        seen = self.dupefilter
-        same_origin = self.origin.allows
+        add = self.dupefilter.add
+        prefix = self.origin.prefix
         offsite = 0
-        for link in page_links(root, response.url):
-            if not same_origin(link):
+        for link in page_links(tree, response.url):
+            if not link.startswith(prefix):
                 offsite += 1
-            elif seen.add(link):
+            elif add(link):
                 self.frontier.append((link, depth + 1, response.url))
         if offsite:
             self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
