@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,24 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | N
         text=True,
         timeout=timeout,
     )
+
+
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured)."""
+    environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+        cwd=cwd, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for_pages(site: Site, count: int, process: subprocess.Popen[str], timeout: float = 30) -> None:
+    """Wait until the site has received ``count`` page requests from the running walk."""
+    deadline = time.monotonic() + timeout
+    while len(site.paths()) < count:
+        assert process.poll() is None, "the walk ended before the awaited request"
+        assert time.monotonic() < deadline, f"the site received fewer than {count} page requests"
+        time.sleep(0.02)
 
 
 def allow_loopback() -> list[str]:

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from sitewalk import SeedError, walk
-from tests.conftest import LOOPBACK, allow_loopback, run_cli
+from tests.conftest import LOOPBACK, allow_loopback, run_cli, start_cli, wait_for_pages
 
 REFUSED = "refused address 127.0.0.2 (not a public address; allow it with SITEWALK_GUARD_ALLOW_NETWORKS)"
 
@@ -123,17 +120,9 @@ def listening_sockets(pid: int) -> set[int]:
 def test_a_walk_opens_no_listening_socket(make_site, tmp_path):
     """No telnet console, no remote-control endpoint: nothing listens while a walk runs."""
     site = make_site({"/": {"links": ["/slow"]}, "/slow": {"sleep": 3}})
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0",
-         "-O", "p.jsonl", *allow_loopback()],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while "/slow" not in site.paths():  # the walk is mid-way, waiting for /slow
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for_pages(site, 2, process)  # the walk is mid-way, waiting for /slow
         assert listening_sockets(process.pid) == set()
     finally:
         process.wait(timeout=30)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 
-from tests.conftest import allow_loopback, run_cli
+from tests.conftest import allow_loopback, run_cli, start_cli, wait_for_pages
 
 PAGES = 12
 SITE = {
@@ -23,13 +19,8 @@ def test_interrupted_walk_resumes_where_it_stopped(make_site, tmp_path):
     site = make_site(SITE)
     args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=100", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
-                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while len(site.paths()) < 5:
-        assert first.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    first = start_cli(*args, cwd=tmp_path)
+    wait_for_pages(site, 5, first)
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=30)
     interrupted = json.loads((tmp_path / "r.json").read_text())
@@ -56,13 +47,8 @@ def test_budget_spent_before_the_stop_carries_over(make_site, tmp_path):
     site = make_site(SITE)
     args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=8", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
-                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while len(site.paths()) < 3:
-        assert first.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    first = start_cli(*args, cwd=tmp_path)
+    wait_for_pages(site, 3, first)
     first.send_signal(signal.SIGINT)
     first.communicate(timeout=30)
     assert run_cli(*args, cwd=tmp_path).returncode == 0
@@ -79,13 +65,8 @@ def test_grep_match_budget_carries_over(make_site, tmp_path):
     })
     args = ["-a", f"seed={site('/')}", "-a", "grep=needle", "-a", "max_matches=6", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "m.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-    first = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
-                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while len(site.paths()) < 4:
-        assert first.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    first = start_cli(*args, cwd=tmp_path)
+    wait_for_pages(site, 4, first)
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=30)
     assert run_cli(*args, cwd=tmp_path).returncode == 0

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import allow_loopback
+from tests.conftest import allow_loopback, start_cli, wait_for_pages
 
 SITE = {"/": {"links": [f"/p{i}" for i in range(30)]}, **{f"/p{i}": {"title": f"P{i}"} for i in range(30)}}
 
@@ -19,16 +16,11 @@ SITE = {"/": {"links": [f"/p{i}" for i in range(30)]}, **{f"/p{i}": {"title": f"
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum):
     site = make_site(SITE)
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0.2",
-         "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback()],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    process = start_cli(
+        "-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(),
+        cwd=tmp_path,
     )
-    deadline = time.monotonic() + 30
-    while len(site.paths()) < 3:
-        assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for_pages(site, 3, process)
     process.send_signal(signum)
     sent_at = time.time()
     _, stderr = process.communicate(timeout=30)
