@@ -55,11 +55,11 @@ def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
             base = _join(url, base_element.attributes.get("href") or "")
         except ValueError:
             base = url
-    links = []
+    links: list[str] = []
     append = links.append
     for element in tree.css(_FOLLOWED):
         try:
-            absolute = _join(base, element.attrs["href"])
+            absolute = _join(base, element.attrs["href"] or "")
         except ValueError:  # not a valid URL: a browser would not follow it either
             continue
         if absolute.startswith(("http://", "https://")):
