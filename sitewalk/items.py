@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser
 
 __all__ = ["Extract", "IndexEntry", "Match", "Page", "Report"]
 
@@ -23,6 +26,8 @@ class Page:
     headers: dict[str, str]
     body: bytes
     encoding: str | None = None
+    # The parsed HTML (lexbor) of an HTML page, shared with the consumers; they may change it.
+    tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_html(self) -> bool:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import html
+import re
+from typing import TYPE_CHECKING, Any
 
-from parsel import Selector
+from sitewalk.links import parse_html
 
 if TYPE_CHECKING:
-    from lxml import etree
+    from collections.abc import Iterable
+
+    from selectolax.lexbor import LexborHTMLParser
 
     from sitewalk.items import Page
 
 __all__ = ["page_lines", "plain_lines", "visible_lines"]
 
-# Never rendered: their text is not part of what a reader sees.
-_HIDDEN = frozenset({"head", "title", "script", "style", "noscript", "template"})
 # Rendered as blocks (HTML's default style sheet): their start and end break the line.
 _BLOCKS = frozenset({
     "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
@@ -23,26 +25,28 @@ _BLOCKS = frozenset({
     "main", "menu", "nav", "ol", "optgroup", "option", "p", "plaintext", "pre", "search", "section",
     "summary", "table", "tbody", "tfoot", "thead", "tr", "ul", "xmp",
 })
-# Table cells sit side by side: their texts are words apart, not glued together.
-_CELLS = frozenset({"td", "th"})
 # Whitespace inside these is kept as the author wrote it, so their newlines break lines.
 _PREFORMATTED = frozenset({"pre", "listing", "plaintext", "xmp", "textarea"})
 _TEXT_APPLICATION_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
+
+# A character no page text contains (Unicode private use) marks where a line ends.
+_BREAK = "\ue000"
 
 
 def page_lines(page: Page) -> list[str] | None:
     """The lines grep searches in ``page``, or None when the page is not text.
 
-    HTML pages give :func:`visible_lines`; ``text/*`` pages and JSON, XML or JavaScript give
-    :func:`plain_lines` of the body; anything else (images, PDF, ``application/octet-stream``,
-    or no Content-Type at all) is binary: None. The body is decoded with the charset the
-    Content-Type declares, else a byte order mark or ``<meta charset>``, else UTF-8.
+    HTML pages give :func:`visible_lines` (of the tree the walk already parsed, when there is
+    one); ``text/*`` pages and JSON, XML or JavaScript give :func:`plain_lines` of the body;
+    anything else (images, PDF, ``application/octet-stream``, or no Content-Type at all) is
+    binary: None. The body is decoded with the charset the Content-Type declares, else a byte
+    order mark or ``<meta charset>``, else UTF-8.
     """
     media_type = page.content_type
     if media_type is None:
         return None
     if page.is_html:
-        return visible_lines(Selector(text=page.text, type="html").root)
+        return visible_lines(page.tree if page.tree is not None else parse_html(page.text))
     if (
         media_type.startswith("text/")
         or media_type in _TEXT_APPLICATION_TYPES
@@ -64,8 +68,8 @@ def plain_lines(text: str) -> list[str]:
     return lines
 
 
-def visible_lines(root: etree._Element) -> list[str]:
-    """The visible text of an HTML document, one string per non-empty line.
+def visible_lines(tree: LexborHTMLParser) -> list[str]:
+    """The visible text of an HTML document, one string per non-empty line (changes ``tree``).
 
     Text inside ``<head>``, ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, elements
     with the ``hidden`` attribute, and comments is left out. Block elements (``<p>``, ``<div>``,
@@ -74,66 +78,58 @@ def visible_lines(root: etree._Element) -> list[str]:
     spaces included) become one space and the ends are trimmed, as a browser renders them;
     inside ``<pre>`` the author's newlines also start new lines. Lines left empty are dropped,
     so line numbers count the lines a reader sees.
+
+    The work stays out of Python loops: the parser serialises the body (tags in canonical form,
+    ``>`` escaped in attribute values, script and style text raw), then regular expressions drop
+    what is not shown, turn line-breaking tags into line ends and remove the other tags.
     """
-    text = _Lines()
-    stack: list[tuple[etree._Element, bool]] = [(root, False)]
-    # Iterative rather than recursive: a page nests elements as deep as it likes.
-    while stack:
-        node, closing = stack.pop()
-        if closing:
-            text.close(node.tag)
-            text.add(node.tail)
-            continue
-        tag = node.tag
-        if not isinstance(tag, str) or tag in _HIDDEN or node.get("hidden") is not None:
-            # Comments and processing instructions (tag is not a string) and hidden
-            # elements: nothing inside shows, what follows them does.
-            text.add(node.tail)
-            continue
-        text.open(tag)
-        text.add(node.text)
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(node))
-    text.end_line()
-    return text.lines
+    root = tree.body if tree.body is not None else tree.root
+    if root is None:
+        return []
+    markup = root.html or ""
+    if " hidden" in markup and _HIDDEN_ATTRIBUTE.search(markup):
+        for node in root.css("[hidden]"):
+            node.decompose()
+        markup = root.html or ""
+    markup = _NOT_SHOWN.sub("", markup)
+    markup = _PREFORMATTED_ELEMENT.sub(_keep_newlines, markup)
+    markup = _LINE_BREAK_TAG.sub(_BREAK, markup)
+    markup = _CELL_TAG.sub(" ", markup)
+    text = html.unescape(_TAG.sub("", markup))
+    lines = (" ".join(piece.split()) for piece in text.split(_BREAK))
+    return [line for line in lines if line]
 
 
-class _Lines:
-    """Collects text pieces into normalised lines."""
+def _keep_newlines(match: re.Match[str]) -> str:
+    return match.group(0).replace("\n", _BREAK)
 
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._pieces: list[str] = []
-        self._preformatted = 0
 
-    def open(self, tag: str) -> None:
-        if tag in _BLOCKS or tag == "br":
-            self.end_line()
-        elif tag in _CELLS:
-            self._pieces.append(" ")
-        if tag in _PREFORMATTED:
-            self._preformatted += 1
+def _alternatives(words: Iterable[str]) -> str:
+    """A regular expression matching any of ``words``, as a prefix tree: one pass, no backtracking
+    over dozens of alternatives at every tag."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
 
-    def close(self, tag: str) -> None:
-        if tag in _BLOCKS:
-            self.end_line()
-        if tag in _PREFORMATTED:
-            self._preformatted -= 1
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + pattern(child) if char else "" for char, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    def add(self, text: str | None) -> None:
-        if not text:
-            return
-        if not self._preformatted:
-            self._pieces.append(text)
-            return
-        first, *rest = text.split("\n")
-        self._pieces.append(first)
-        for piece in rest:
-            self.end_line()
-            self._pieces.append(piece)
+    return pattern(tree)
 
-    def end_line(self) -> None:
-        line = " ".join("".join(self._pieces).split())
-        if line:
-            self.lines.append(line)
-        self._pieces.clear()
+
+# Patterns over lexbor's serialisation of <body>.
+_HIDDEN_ATTRIBUTE = re.compile(r"<[a-z][^>]*\shidden[\s=/>]")
+# Elements never rendered (raw text inside, so the first closing tag ends them) and comments;
+# <head> and <title> are outside the body.
+_NOT_SHOWN = re.compile(r"<(script|style|noscript|template)(?=[\s/>])[^>]*>.*?</\1>|<!--.*?-->", re.DOTALL)
+_PREFORMATTED_ELEMENT = re.compile(
+    r"<(%s)(?=[\s/>])[^>]*>.*?</\1>" % "|".join(sorted(_PREFORMATTED)), re.DOTALL
+)
+_LINE_BREAK_TAG = re.compile(r"</?%s(?=[\s/>])[^>]*>" % _alternatives(_BLOCKS | {"br"}))
+# Table cells sit side by side: their texts are words apart, not glued together.
+_CELL_TAG = re.compile(r"<t[dh](?=[\s/>])[^>]*>")
+_TAG = re.compile(r"<[^>]*>")

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from parsel import Selector
 
 from sitewalk import Match, Page, SitewalkError, grep
+from sitewalk.links import parse_html
 from sitewalk.text import page_lines, plain_lines, visible_lines
 from tests.conftest import LOOPBACK, allow_loopback, run_cli
 
@@ -50,13 +50,13 @@ def found(matches: list[Match], origin: str) -> list[tuple[str, int, str]]:
 )
 def test_visible_lines(html, lines):
     document = f"<html><head><title>head title</title><meta name='x' content='y'></head><body>{html}</body></html>"
-    assert visible_lines(Selector(text=document).root) == lines
+    assert visible_lines(parse_html(document)) == lines
 
 
 def test_visible_lines_of_a_deeply_nested_page():
     depth = 2000  # beyond Python's recursion limit (libxml2 stops nesting at ~2000)
     document = "<div>" * depth + "deep" + "</div>" * depth
-    assert visible_lines(Selector(text=document).root) == ["deep"]
+    assert visible_lines(parse_html(document)) == ["deep"]
 
 
 @pytest.mark.parametrize(

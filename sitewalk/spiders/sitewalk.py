@@ -229,6 +229,9 @@ class SitewalkSpider(Spider):
             encoding = getattr(response, "encoding", "utf-8")
             # lexbor reads bytes as UTF-8; other charsets are decoded first.
             tree = parse_html(response.body if encoding in _UTF8 else response.text)  # type: ignore[attr-defined]
+        follow = tree is not None and 200 <= response.status < 300 and depth < self.config.max_depth
+        # Read before the consumers see the page: they may change the tree (grep does).
+        links = page_links(tree, response.url) if follow and tree is not None else []
         page = Page(
             url=url,
             final_url=response.url,
@@ -241,15 +244,14 @@ class SitewalkSpider(Spider):
             headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
             body=response.body,
             encoding=getattr(response, "encoding", None),
+            tree=tree,
         )
         self.budget.page_fetched(page.byte_count, depth)
         await self.crawler.engine.scraper.start_itemproc_async(page, response=response)
-        if tree is None or not 200 <= response.status < 300 or depth >= self.config.max_depth:
-            return
         add = self.dupefilter.add
         prefix = self.origin.prefix
         offsite = 0
-        for link in page_links(tree, response.url):
+        for link in links:
             if not link.startswith(prefix):
                 offsite += 1
             elif add(link):
