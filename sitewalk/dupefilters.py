@@ -28,7 +28,8 @@ class WalkDupeFilter(BaseDupeFilter):
     queued once. A request the frontier made is therefore not a duplicate; a redirect hop is checked
     here and recorded, so a page reached by a redirect is not fetched again, and the final URL of
     every response is known. Comparing URL strings, instead of building a fingerprint per link,
-    keeps the per-link cost to one set lookup.
+    keeps the per-link cost to one set lookup. Built by the scheduler, it attaches itself to the
+    spider as ``spider.dupefilter``.
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -37,7 +38,10 @@ class WalkDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        dupefilter = cls(crawler)
+        # The spider's frontier records links here as it finds them.
+        crawler.spider.dupefilter = dupefilter  # type: ignore[union-attr]
+        return dupefilter
 
     @staticmethod
     def key(url: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import pickle
 from collections import deque
@@ -20,7 +21,6 @@ from sitewalk.items import Page, Report
 from sitewalk.links import normalize, page_links, page_title, parse_html
 
 if TYPE_CHECKING:
-    import asyncio
     from collections.abc import AsyncIterator, Callable
 
     from scrapy.crawler import Crawler
@@ -59,6 +59,8 @@ class SitewalkSpider(Spider):
         # Counters a consumer keeps across a resumed walk (e.g. the grep match budget spent).
         self.consumer_state: dict[str, int] = {}
         self.report: Report | None = None
+        # Set by WalkDupeFilter when the scheduler builds it: the URLs the walk knows.
+        self.dupefilter: WalkDupeFilter
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
 
@@ -100,14 +102,7 @@ class SitewalkSpider(Spider):
         assert middleware is not None, "sitewalk.downloadermiddlewares.SameOriginMiddleware must be enabled"
         return middleware
 
-    @property
-    def dupefilter(self) -> WalkDupeFilter:
-        dupefilter = self.crawler.engine._slot.scheduler.df  # type: ignore[union-attr]
-        return dupefilter  # type: ignore[no-any-return]
-
     async def start(self) -> AsyncIterator[Request]:
-        import asyncio
-
         loop = asyncio.get_running_loop()
         if not self._resume():
             seed = normalize(self.config.seed)
