@@ -576,7 +576,7 @@ def test_endpoint_connects_to_allowed_literal(stub: StubResolver) -> None:
 def test_install_guard_resolver_is_idempotent(stub: StubResolver, monkeypatch: pytest.MonkeyPatch) -> None:
     reactor = FakeReactor()
     reactor.installNameResolver(stub)
-    monkeypatch.setattr(guard, "is_reactor_installed", lambda: True)
+    monkeypatch.setattr(guard.resolver, "is_reactor_installed", lambda: True)
     monkeypatch.setattr(twisted.internet, "reactor", reactor, raising=False)
     settings = get_crawler(settings_dict={"SITEWALK_GUARD_ALLOW_NETWORKS": "10.0.0.0/8"}).settings
     install_guard_resolver(settings)
@@ -589,6 +589,6 @@ def test_install_guard_resolver_is_idempotent(stub: StubResolver, monkeypatch: p
 
 
 def test_install_guard_resolver_needs_a_reactor(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guard, "is_reactor_installed", lambda: False)
+    monkeypatch.setattr(guard.resolver, "is_reactor_installed", lambda: False)
     with pytest.raises(SitewalkError, match="TWISTED_REACTOR_ENABLED"):
         install_guard_resolver(get_crawler().settings)
