@@ -17,7 +17,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from sitewalk.items import Match, Report
-from sitewalk.mcp import ServerOptions, _grep_lines, _notices
+from sitewalk.mcp import ServerOptions
+from sitewalk.mcp.text import grep_lines, report_notices
 from tests.conftest import LOOPBACK
 
 pytestmark = pytest.mark.anyio
@@ -290,7 +291,7 @@ def test_failure_notices_name_a_few_and_count_the_rest() -> None:
     ]
     failures.append({"url": "http://site.test/x", "reason": "refused address 10.0.0.1 (...)", "found_on": None})
     report = Report(seed="http://site.test/", origin="http://site.test", fetched=1, failures=failures)
-    refused, failed = _notices(report, {"max_pages": 20}, ServerOptions())
+    refused, failed = report_notices(report, {"max_pages": 20}, ServerOptions())
     assert refused.startswith("1 page refused by the address guard")
     assert failed.startswith(
         "5 pages could not be fetched: http://site.test/0 (connection refused); http://site.test/1 "
@@ -303,7 +304,7 @@ def test_grep_lines_show_overlapping_context_once_with_matches_marked() -> None:
         Match(url="u", line=2, text="b", before=["a"], after=["c", "d"], depth=0),
         Match(url="u", line=3, text="c", before=["a", "b"], after=["d"], depth=0),
     ]
-    assert _grep_lines(matches) == ["u", "  1- a", "  2: b", "  3: c", "  4- d"]
+    assert grep_lines(matches) == ["u", "  1- a", "  2: b", "  3: c", "  4- d"]
 
 
 # -- errors are tool errors; the server carries on -------------------------------------------------

@@ -1,0 +1,8 @@
+"""sitewalk-mcp: the walk as two MCP tools, web_crawl and web_grep, served over stdio."""
+
+from __future__ import annotations
+
+from sitewalk.mcp.cli import main
+from sitewalk.mcp.server import ServerOptions, build_server
+
+__all__ = ["ServerOptions", "build_server", "main"]

@@ -1,0 +1,270 @@
+"""The MCP server: web_crawl and web_grep, typed and bounded, over the same walk as the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from sitewalk import __version__
+from sitewalk.api import grep_async, walk_async
+from sitewalk.config import WalkConfig
+from sitewalk.exceptions import SitewalkError
+from sitewalk.items import Page
+from sitewalk.mcp.text import count, for_this_server, grep_lines, index_line, report_notices, result
+
+__all__ = ["ServerOptions", "build_server"]
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What the server's operator decides; a tool call can ask for less, never for more.
+
+    ``max_*`` are the largest budgets a call may request: the tools' input schemas carry them as
+    ``maximum``, so a call above one is rejected before anything is fetched. ``delay`` is the
+    pause between requests (politeness is the operator's choice, not the model's).
+    """
+
+    allow_networks: str | None = None
+    robots: bool = True
+    user_agent: str | None = None
+    delay: float = WalkConfig.delay
+    max_depth: int = 5
+    max_pages: int = 200
+    max_deadline: float = 300.0
+    max_bytes: int = 50_000_000
+    max_matches: int = 500
+    max_output_chars: int = 20_000
+
+    def settings(self) -> dict[str, Any]:
+        """The Scrapy settings every walk of this server runs with."""
+        settings: dict[str, Any] = {"ROBOTSTXT_OBEY": self.robots}
+        if self.allow_networks:
+            settings["SITEWALK_GUARD_ALLOW_NETWORKS"] = self.allow_networks
+        if self.user_agent:
+            settings["USER_AGENT"] = self.user_agent
+        return settings
+
+
+class WalkFailure(BaseModel):
+    """A page that could not be fetched, the reason, and the page that linked to it."""
+
+    url: str
+    reason: str | None
+    found_on: str | None
+
+
+class WalkReport(BaseModel):
+    """The walk's report, as ``scrapy crawl sitewalk -a report=...`` writes it."""
+
+    seed: str = Field(description="The URL the walk started from.")
+    origin: str | None = Field(description="scheme://host[:port] of the seed's final URL; only it was walked.")
+    fetched: int = Field(description="Pages fetched (any HTTP status), the seed included.")
+    stopped: str | None = Field(
+        description="null when the walk ran out of pages; else what stopped it with pages left: "
+        "max-pages, deadline, max-bytes, callback (web_grep: max_matches reached) or interrupted."
+    )
+    failures: list[WalkFailure] = Field(description="Pages that could not be fetched, with the reason.")
+    robots_skipped: list[str] = Field(description="Pages not fetched because robots.txt disallows them.")
+    unvisited: list[str] = Field(description="Known pages within max_depth that a stop left unfetched.")
+    bytes: int = Field(description="Body bytes fetched.")
+    elapsed_s: float = Field(description="Seconds the walk took.")
+
+
+def build_server(options: ServerOptions) -> MCPServer:
+    """The MCP server with the two tools, their bounds taken from ``options``."""
+    server = MCPServer(
+        "sitewalk",
+        version=__version__,
+        instructions=(
+            "web_crawl lists the pages of one web site (same origin as the URL, breadth first); "
+            "web_grep searches their visible text line by line. Both fetch only what the budgets "
+            "allow and say in notices what was skipped or cut and which parameter changes it."
+        ),
+    )
+    hints = ToolAnnotations(read_only_hint=True, open_world_hint=True)
+    server.add_tool(_web_crawl(options), name="web_crawl", title="Crawl a web site", annotations=hints)
+    server.add_tool(_web_grep(options), name="web_grep", title="Search a web site's text", annotations=hints)
+    return server
+
+
+# -- the tools ------------------------------------------------------------------------------------
+# Parameters take pydantic Field defaults so that each bound is the server's own maximum: the
+# schema the model reads is the schema a call is validated against.
+
+
+def _url() -> Any:
+    return Field(
+        description="The http(s) URL to start from. Only pages on its origin (scheme, host, port) "
+        "are walked; links to other sites are not followed."
+    )
+
+
+def _max_depth(options: ServerOptions) -> Any:
+    return Field(
+        default=min(WalkConfig.max_depth, options.max_depth),
+        ge=0,
+        le=options.max_depth,
+        description="Link depth to follow: 0 = the URL only, 1 = it and the pages it links to, ...",
+    )
+
+
+def _max_pages(options: ServerOptions) -> Any:
+    return Field(
+        default=min(WalkConfig.max_pages, options.max_pages),
+        ge=1,
+        le=options.max_pages,
+        description="Most pages to fetch (any HTTP status), the start URL included.",
+    )
+
+
+def _deadline(options: ServerOptions) -> Any:
+    return Field(
+        default=min(WalkConfig.deadline, options.max_deadline),
+        gt=0,
+        le=options.max_deadline,
+        description="Seconds the whole walk may take; it stops when they run out.",
+    )
+
+
+def _max_bytes(options: ServerOptions) -> Any:
+    return Field(
+        default=min(WalkConfig.max_bytes, options.max_bytes),
+        ge=1,
+        le=options.max_bytes,
+        description="Most body bytes to download for the whole walk.",
+    )
+
+
+def _web_crawl(options: ServerOptions) -> Any:
+    async def web_crawl(
+        ctx: Context,
+        url: str = _url(),
+        max_depth: int = _max_depth(options),
+        max_pages: int = _max_pages(options),
+        deadline: float = _deadline(options),
+        max_bytes: int = _max_bytes(options),
+    ) -> Annotated[CallToolResult, WalkReport]:
+        """List the pages of a web site, breadth first from a URL: one line per fetched page,
+        `URL STATUS BYTES bytes — TITLE`, then notices about anything skipped, failed or cut.
+        The walk's report is the structured result."""
+        progress = _Progress(ctx, max_pages)
+        try:
+            report = await walk_async(
+                url,
+                on_page=progress.on_page,
+                settings=options.settings(),
+                max_depth=max_depth,
+                max_pages=max_pages,
+                deadline=deadline,
+                max_bytes=max_bytes,
+                delay=options.delay,
+            )
+        except SitewalkError as exc:
+            raise ToolError(for_this_server(str(exc))) from None
+        lines = [index_line(page) for page in progress.pages]
+        summary = (
+            f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
+            f"in {report.elapsed_s:.1f}s."
+        )
+        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
+        notices = report_notices(report, budgets, options)
+        return result(
+            lines,
+            summary,
+            notices,
+            report,
+            options,
+            unit="pages",
+            narrow="lower max_pages or max_depth, or start from a deeper URL",
+        )
+
+    return web_crawl
+
+
+def _web_grep(options: ServerOptions) -> Any:
+    async def web_grep(
+        ctx: Context,
+        url: str = _url(),
+        pattern: str = Field(
+            min_length=1,
+            description="Python regular expression (or plain text with fixed_strings) searched for in each "
+            "page's visible text, line by line.",
+        ),
+        max_matches: int = Field(
+            default=min(WalkConfig.max_matches, options.max_matches),
+            ge=1,
+            le=options.max_matches,
+            description="Most matching lines to return; the walk stops once this many are found.",
+        ),
+        max_depth: int = _max_depth(options),
+        max_pages: int = _max_pages(options),
+        ignore_case: bool = Field(default=WalkConfig.ignore_case, description="Match regardless of letter case."),
+        context: int = Field(default=WalkConfig.context, ge=0, le=10, description="Lines of context before and after each match."),
+        fixed_strings: bool = Field(default=WalkConfig.fixed_strings, description="Treat pattern as plain text, not a regex."),
+        deadline: float = _deadline(options),
+        max_bytes: int = _max_bytes(options),
+    ) -> Annotated[CallToolResult, WalkReport]:
+        """Search the visible text of a web site's pages, walked breadth first from a URL, for a
+        pattern: matching lines grouped by page (`N: line`, context lines `N- line`), then notices
+        about anything skipped, failed or cut. The walk's report is the structured result."""
+        progress = _Progress(ctx, max_pages)
+        try:
+            matches, report = await grep_async(
+                url,
+                pattern,
+                on_page=progress.on_page,
+                settings=options.settings(),
+                max_matches=max_matches,
+                ignore_case=ignore_case,
+                context=context,
+                fixed_strings=fixed_strings,
+                max_depth=max_depth,
+                max_pages=max_pages,
+                deadline=deadline,
+                max_bytes=max_bytes,
+                delay=options.delay,
+            )
+        except SitewalkError as exc:
+            raise ToolError(for_this_server(str(exc))) from None
+        pages = len({match.url for match in matches})
+        summary = (
+            f"{count(len(matches), 'matching line')} on {pages} of {count(report.fetched, 'page')} "
+            f"from {report.origin} in {report.elapsed_s:.1f}s."
+        )
+        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
+        notices = report_notices(report, budgets, options)
+        return result(
+            grep_lines(matches),
+            summary,
+            notices,
+            report,
+            options,
+            unit="lines of matches and context",
+            narrow="a narrower pattern, lower max_matches, context, max_pages or max_depth",
+        )
+
+    return web_grep
+
+
+class _Progress:
+    """One call's walk: its ``on_page`` keeps what the index needs and reports one progress step
+    per page (a no-op unless the client sent a progress token).
+
+    A call the client cancels ends its walk gracefully after the page in flight (the API stops
+    the crawl when its caller is cancelled).
+    """
+
+    def __init__(self, ctx: Context, total: int) -> None:
+        self.ctx = ctx
+        self.total = total
+        self.pages: list[tuple[str, int, int, str | None]] = []
+
+    async def on_page(self, page: Page) -> bool:
+        self.pages.append((page.final_url, page.status, page.byte_count, page.title))
+        await self.ctx.report_progress(len(self.pages), self.total, message=page.final_url)
+        return True
