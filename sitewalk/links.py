@@ -41,7 +41,9 @@ def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
 
     Resolved against the first ``<base href>`` (or ``url``), normalised, fragments dropped;
     ``rel=nofollow`` links and pages with ``<meta name=robots content=nofollow>`` yield nothing.
-    Duplicates are kept: the frontier decides what is new. No filtering by file extension.
+    Each ``href`` is resolved once per page, and links back to the page itself (``#section``, an
+    empty href) are skipped, so the list may repeat a URL only when two spellings resolve to it:
+    the frontier decides what is new. No filtering by file extension.
     """
     base = url
     for meta in tree.css("meta[name]"):
@@ -57,9 +59,17 @@ def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
             base = url
     links: list[str] = []
     append = links.append
+    hrefs: set[str] = set()
+    same_document = base is url
     for element in tree.css(_FOLLOWED):
+        href = element.attrs["href"] or ""
+        if href in hrefs:
+            continue
+        hrefs.add(href)
+        if same_document and (not href.strip() or href.lstrip().startswith("#")):
+            continue  # this page itself: already known
         try:
-            absolute = _join(base, element.attrs["href"] or "")
+            absolute = _join(base, href)
         except ValueError:  # not a valid URL: a browser would not follow it either
             continue
         if absolute.startswith(("http://", "https://")):
