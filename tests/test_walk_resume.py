@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
+from typing import Any
 
 from tests.conftest import allow_loopback, run_cli, start_cli, wait_for_pages
 
@@ -15,14 +17,19 @@ SITE = {
 }
 
 
+def interrupt_after(pages: int, site: Any, args: list[str], cwd: Path, signum: int) -> None:
+    """Start the walk, and stop it with ``signum`` once the site has received ``pages`` pages."""
+    process = start_cli(*args, cwd=cwd)
+    wait_for_pages(site, pages, process)
+    process.send_signal(signum)
+    process.communicate(timeout=30)
+
+
 def test_interrupted_walk_resumes_where_it_stopped(make_site, tmp_path):
     site = make_site(SITE)
     args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=100", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    first = start_cli(*args, cwd=tmp_path)
-    wait_for_pages(site, 5, first)
-    first.send_signal(signal.SIGTERM)
-    first.communicate(timeout=30)
+    interrupt_after(5, site, args, tmp_path, signal.SIGTERM)
     interrupted = json.loads((tmp_path / "r.json").read_text())
     assert interrupted["stopped"] == "interrupted" and interrupted["unvisited"]
     fetched_first = len(site.paths())
@@ -47,10 +54,7 @@ def test_budget_spent_before_the_stop_carries_over(make_site, tmp_path):
     site = make_site(SITE)
     args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=8", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    first = start_cli(*args, cwd=tmp_path)
-    wait_for_pages(site, 3, first)
-    first.send_signal(signal.SIGINT)
-    first.communicate(timeout=30)
+    interrupt_after(3, site, args, tmp_path, signal.SIGINT)
     assert run_cli(*args, cwd=tmp_path).returncode == 0
     # max_pages counts the whole walk, not each run.
     assert len(site.paths()) == 8
@@ -65,10 +69,7 @@ def test_grep_match_budget_carries_over(make_site, tmp_path):
     })
     args = ["-a", f"seed={site('/')}", "-a", "grep=needle", "-a", "max_matches=6", "-a", "delay=0.15",
             "-a", "report=r.json", "-O", "m.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
-    first = start_cli(*args, cwd=tmp_path)
-    wait_for_pages(site, 4, first)
-    first.send_signal(signal.SIGTERM)
-    first.communicate(timeout=30)
+    interrupt_after(4, site, args, tmp_path, signal.SIGTERM)
     assert run_cli(*args, cwd=tmp_path).returncode == 0
     matches = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
     assert [m["url"] for m in matches] == [site(f"/p{i}") for i in range(6)]
