@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import ada_url
 
@@ -25,8 +24,6 @@ from sitewalk import guard
 from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, describe
 
 if TYPE_CHECKING:
-    from urllib.parse import ParseResult, SplitResult
-
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
@@ -38,15 +35,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["AddressGuardMiddleware", "BudgetMiddleware", "SameOriginMiddleware", "WalkRobotsTxtMiddleware"]
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_of(parts: ParseResult | SplitResult) -> tuple[str, str, int]:
-    """(scheme, host, effective port): what "same origin" compares."""
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or ""), parts.port or _DEFAULT_PORTS.get(scheme, 0)
-
 
 class AddressGuardMiddleware:
     """The address guard's reasons, for every request, robots.txt and redirect hops included.
@@ -99,7 +87,6 @@ class SameOriginMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._origin: tuple[str, str, int] | None = None
         self._origin_text: str | None = None
 
     @classmethod
@@ -118,13 +105,12 @@ class SameOriginMiddleware:
         return f"{self._origin_text}/"
 
     def set_origin(self, url: str) -> None:
-        self._origin = origin_of(urlsplit(url))
         self._origin_text = ada_url.URL(url).origin
 
     def process_request(self, request: Request) -> None:
         if request.meta.get("sitewalk_seed") or request.meta.get("dont_obey_robotstxt"):
             return
-        if self._origin is not None and origin_of(urlparse_cached(request)) == self._origin:
+        if self._origin_text is not None and ada_url.URL(request.url).origin == self._origin_text:
             return
         self.crawler.stats.inc_value("sitewalk/origin/refused")
         raise OffOrigin(f"redirected off-origin to {request.url}")

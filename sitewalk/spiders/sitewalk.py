@@ -220,8 +220,8 @@ class SitewalkSpider(Spider):
             self.origin.set_origin(response.url)
         content_type = _media_type(response)
         tree = None
+        encoding: str | None = getattr(response, "encoding", None)
         if content_type in _HTML_TYPES and response.body:
-            encoding = getattr(response, "encoding", "utf-8")
             # lexbor reads bytes as UTF-8; other charsets are decoded first.
             tree = parse_html(response.body if encoding in _UTF8 else response.text)  # type: ignore[attr-defined]
         follow = tree is not None and 200 <= response.status < 300 and depth < self.config.max_depth
@@ -238,7 +238,7 @@ class SitewalkSpider(Spider):
             found_on=meta.get("sitewalk_found_on"),
             headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
             body=response.body,
-            encoding=getattr(response, "encoding", None),
+            encoding=encoding,
             tree=tree,
         )
         self.budget.page_fetched(page.byte_count, depth)
