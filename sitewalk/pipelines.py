@@ -66,6 +66,8 @@ class CallbackPipeline(_Consumer):
         if on_page is None:
             raise NotConfigured
         self.on_page: Callable[[Page], Any] = on_page
+        # Any page may be the one on_page stops at: the next request waits for its verdict.
+        crawler.spider.stop_checks.append(lambda pages, byte_count: True)  # type: ignore[union-attr]
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):
@@ -117,6 +119,16 @@ class GrepPipeline(_Consumer):
         # Kept on the spider so a resumed walk (JOBDIR) goes on counting from where it stopped.
         self._state: dict[str, int] = crawler.spider.consumer_state  # type: ignore[union-attr]
         self._state.setdefault("grep_matches", 0)
+        crawler.spider.stop_checks.append(self.may_stop)  # type: ignore[union-attr]
+
+    def may_stop(self, pages: int, byte_count: int) -> bool:
+        """Whether ``pages`` pages of ``byte_count`` body bytes could reach ``max_matches``.
+
+        A page has at most one match per line, and at most ``bytes + 1`` lines (each visible line
+        of HTML holds a character of the body, a text file has one line more than newlines), so
+        while the budget left exceeds that bound the walk need not wait for this consumer.
+        """
+        return self.matches + byte_count + pages >= self.max_matches
 
     @property
     def matches(self) -> int:

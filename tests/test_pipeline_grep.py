@@ -276,6 +276,22 @@ def test_max_matches_caps_the_matches_of_one_page(make_site):
     assert report.stopped is None and site.paths() == ["/"]
 
 
+def test_a_large_budget_still_stops_exactly_where_it_runs_out(make_site):
+    # 20 matches per page of ~450 bytes, a budget of 1000: while the budget left is larger than
+    # the pages in hand could use up, the next page may download while they are searched; near
+    # the end it may not. The walk must stop on the 50th page and request nothing after it.
+    pages = [f"/p{n}" for n in range(60)]
+    spec: dict[str, Any] = {"/": {"title": "Hub", "links": pages}}
+    spec.update({path: {"title": path, "body": "<p>needle</p>" * 20} for path in pages})
+    site = make_site(spec)
+    matches, report = run(site("/"), "needle", max_matches=1000, max_pages=100, context=0)
+    assert len(matches) == 1000
+    assert site.paths() == ["/", *pages[:50]]
+    assert report.stopped == "callback"
+    assert report.fetched == 51
+    assert report.unvisited == [site(path) for path in pages[50:]]
+
+
 def test_fewer_matches_than_the_budget_walk_everything(make_site):
     site = make_site(BUDGET_SITE)
     matches, report = run(site("/"), "needle", max_matches=50)

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import pickle
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from scrapy.crawler import Crawler
+    from selectolax.lexbor import LexborHTMLParser
 
     from sitewalk.downloadermiddlewares import SameOriginMiddleware
     from sitewalk.dupefilters import WalkDupeFilter
@@ -38,11 +40,16 @@ _UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
 class SitewalkSpider(Spider):
     """Walks one site from ``seed``; arguments are the fields of :class:`~sitewalk.config.WalkConfig`.
 
-    The frontier is a FIFO of ``(url, depth, found_on)`` held here, not in Scrapy's scheduler: the
-    next request is released only after the previous page went through every consumer (item
-    pipelines) or was recorded as a failure, so a stop — by a budget, a consumer or a signal — is
-    followed by no further request. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``,
-    ``sitewalk_seed`` (the seed and its redirect hops, which may leave the seed's origin).
+    The frontier is a FIFO of ``(url, depth, found_on)`` held here, not in Scrapy's scheduler. One
+    request is in flight at a time. The next one is released once the previous page has been
+    downloaded and counted, its failure recorded, or — when a consumer could stop the walk on that
+    page (see :attr:`stop_checks`) — once it went through every consumer, so a stop by a budget, a
+    consumer or a signal is followed by no further request. Pages are processed strictly in fetch
+    order: the HTML of page *n* is parsed in a worker thread (lexbor releases the GIL) while page
+    *n + 1*, already known from the frontier, downloads; when the frontier is empty the walk waits
+    for the links of the pages still being processed, so the order of requests is exactly
+    breadth-first. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed``
+    (the seed and its redirect hops, which may leave the seed's origin).
     """
 
     name = "sitewalk"
@@ -61,8 +68,18 @@ class SitewalkSpider(Spider):
         self.report: Report | None = None
         # Set by WalkDupeFilter when the scheduler builds it: the URLs the walk knows.
         self.dupefilter: WalkDupeFilter
+        # Consumers that can stop the walk register a check here: called with the number of pages
+        # and body bytes downloaded but not yet consumed (the latest page included), it says
+        # whether the consumers might stop on one of them; if so, the next request waits for them.
+        self.stop_checks: list[Callable[[int, int], bool]] = []
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
+        # The processing of the latest page handed to parse(): done when it (and so every page
+        # before it) has gone through the consumers and added its links to the frontier.
+        self._tail: asyncio.Future[None] | None = None
+        self._unconsumed_pages = 0
+        self._unconsumed_bytes = 0
+        self._parser: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitewalkSpider:
@@ -109,6 +126,8 @@ class SitewalkSpider(Spider):
             self.dupefilter.add(seed)
             self.frontier.append((seed, 0, None))
         while True:
+            while not self.frontier and self._tail is not None and not self._tail.done():
+                await asyncio.shield(self._tail)  # the pages in processing may add links
             reason = self.budget.reason_to_stop()
             if reason is not None or not self.frontier:
                 self.budget.finish(reason if self.frontier else None)
@@ -198,19 +217,32 @@ class SitewalkSpider(Spider):
         )
         return True
 
-    def _settle(self) -> None:
-        self._inflight = None
-        if self._turn is not None and not self._turn.done():
-            self._turn.set_result(None)
+    def _settle(self, turn: asyncio.Future[None] | None) -> None:
+        """The request of ``turn`` is over (downloaded, failed or dropped): the next may go."""
+        if turn is self._turn:
+            self._inflight = None
+        if turn is not None and not turn.done():
+            turn.set_result(None)
+
+    def closed(self, reason: str) -> None:
+        if self._parser is not None:
+            self._parser.shutdown(wait=False)
 
     async def parse(self, response: Response) -> list[Any]:
+        # Called for the request in flight: its turn is the current one.
+        turn = self._turn
+        previous = self._tail
+        self._tail = done = asyncio.get_running_loop().create_future()
         try:
-            await self._handle_page(response)
+            await self._handle_page(response, turn, previous)
         finally:
-            self._settle()
+            self._settle(turn)
+            done.set_result(None)
         return []
 
-    async def _handle_page(self, response: Response) -> None:
+    async def _handle_page(
+        self, response: Response, turn: asyncio.Future[None] | None, previous: asyncio.Future[None] | None
+    ) -> None:
         request = response.request
         assert request is not None
         meta = response.meta
@@ -219,11 +251,40 @@ class SitewalkSpider(Spider):
         if meta.get("sitewalk_seed"):
             self.origin.set_origin(response.url)
         content_type = _media_type(response)
-        tree = None
+        byte_count = len(response.body)
+        self.budget.page_fetched(byte_count, depth)
+        parsing: asyncio.Future[LexborHTMLParser] | None = None
         encoding: str | None = getattr(response, "encoding", None)
         if content_type in _HTML_TYPES and response.body:
+            if self._parser is None:
+                self._parser = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             # lexbor reads bytes as UTF-8; other charsets are decoded first.
-            tree = parse_html(response.body if encoding in _UTF8 else response.text)  # type: ignore[attr-defined]
+            markup = response.body if encoding in _UTF8 else response.text  # type: ignore[attr-defined]
+            parsing = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
+        self._unconsumed_pages += 1
+        self._unconsumed_bytes += byte_count
+        try:
+            if not any(check(self._unconsumed_pages, self._unconsumed_bytes) for check in self.stop_checks):
+                self._settle(turn)  # no consumer can stop on this page: the next one may download meanwhile
+            if previous is not None and not previous.done():
+                await asyncio.shield(previous)  # pages go to the consumers in fetch order
+            await self._consume(response, url, depth, content_type, encoding, byte_count, parsing)
+        finally:
+            self._unconsumed_pages -= 1
+            self._unconsumed_bytes -= byte_count
+
+    async def _consume(
+        self,
+        response: Response,
+        url: str,
+        depth: int,
+        content_type: str | None,
+        encoding: str | None,
+        byte_count: int,
+        parsing: asyncio.Future[LexborHTMLParser] | None,
+    ) -> None:
+        meta = response.meta
+        tree = await parsing if parsing is not None else None
         follow = tree is not None and 200 <= response.status < 300 and depth < self.config.max_depth
         # Read before the consumers see the page: they may change the tree (grep does).
         links = page_links(tree, response.url) if follow and tree is not None else []
@@ -231,7 +292,7 @@ class SitewalkSpider(Spider):
             url=url,
             final_url=response.url,
             status=response.status,
-            byte_count=len(response.body),
+            byte_count=byte_count,
             depth=depth,
             content_type=content_type,
             title=page_title(tree) if tree is not None else None,
@@ -241,7 +302,6 @@ class SitewalkSpider(Spider):
             encoding=encoding,
             tree=tree,
         )
-        self.budget.page_fetched(page.byte_count, depth)
         await self.crawler.engine.scraper.start_itemproc_async(page, response=response)
         add = self.dupefilter.add
         prefix = self.origin.prefix
@@ -258,7 +318,7 @@ class SitewalkSpider(Spider):
         try:
             self._handle_failure(failure)
         finally:
-            self._settle()
+            self._settle(self._turn)
 
     def _handle_failure(self, failure: Failure) -> None:
         request: Request = failure.request  # type: ignore[attr-defined]
@@ -300,7 +360,7 @@ class SitewalkSpider(Spider):
                 self.failures.append({"url": url, "reason": reason, "found_on": request.meta.get("sitewalk_found_on")})
         else:
             self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
-        self._settle()
+        self._settle(self._turn)
 
     def build_report(self, stopped: str | None, elapsed: float) -> Report:
         return Report(
