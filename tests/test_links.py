@@ -83,6 +83,15 @@ def links_of(markup: str, url: str = "http://site.test/dir/page.html") -> list[s
         ('<head><meta name="robots" content="none"></head><a href="x">', []),
         ('<head><meta name="robots" content="noindex"></head><a href="x">', ["http://site.test/dir/x"]),
         ('<a href="a">1</a><a href="a">2</a><a href="./a">3</a>', ["http://site.test/dir/a", "http://site.test/dir/a"]),
+        # One href, whatever its fragment: resolved once, in the order of its first appearance.
+        ('<a href="b#1"><a href="a#x"><a href="b"><a href="a#y">', ["http://site.test/dir/b", "http://site.test/dir/a"]),
+        ('<a href="q?x=1#f"><a href="q?x=1">', ["http://site.test/dir/q?x=1"]),
+        # A '#' inside what looks like a host or a query still starts the fragment.
+        ('<a href="//h.test#x@evil.test/p">', ["http://h.test/"]),
+        ('<a href="p?#">', ["http://site.test/dir/p?"]),
+        # The first <base href> applies to links before it too, wherever it is.
+        ('<a href="x"><p><base href="/late/"><a href="#f">', ["http://site.test/late/x", "http://site.test/late/"]),
+        ('<a href="x"><p><meta name="robots" content="nofollow">', []),
     ],
 )
 def test_link_rules(markup, expected):
