@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-# Imported here, early and near the top of the stack, because Scrapy's TLS context module calls
-# inspect.stack() at import: from deep inside the crawl that costs ~0.7 s of start-up.
-import scrapy.core.downloader.handlers.http11  # noqa: F401
-
 from sitewalk import __version__
+from sitewalk._startup import import_http11_handler
+
+# Imported here, early, because Scrapy's TLS modules inspect the whole call stack at import.
+import_http11_handler()
 
 BOT_NAME = "sitewalk"
 SPIDER_MODULES = ["sitewalk.spiders"]
