@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -34,6 +35,9 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler("sitewalk")
         self.crawler_process.crawl(crawler, **opts.spargs)
+        # One walk per process: what start-up built lives until the end, so the garbage collector
+        # need not walk it again on every full collection.
+        gc.freeze()
         self.crawler_process.start()
         spider = getattr(crawler, "spider", None)
         if spider is None or self.crawler_process.bootstrap_failed:
