@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -40,6 +41,51 @@ def test_breadth_first_order_and_depth_limit(make_site):
     assert pages[4].found_on == site("/a")
     assert pages[0].found_on is None
     assert report.fetched == 8 and report.stopped is None and report.unvisited == []
+
+
+CHAIN = {"/": {"links": ["/1", "/x"]}, "/1": {"links": ["/2"]}, "/2": {"links": ["/3"]}, "/3": {}, "/x": {}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "max_depth", "expected"),
+    [
+        (TREE, 2, ["/", "/a", "/b", "/c", "/a1", "/a2", "/b1", "/c1"]),
+        # The frontier runs empty while the latest page is still being read: the walk waits for its links.
+        (CHAIN, 5, ["/", "/1", "/x", "/2", "/3"]),
+    ],
+)
+def test_breadth_first_order_when_pages_download_while_others_are_consumed(make_site, spec, max_depth, expected):
+    # Without an on_page callback no consumer can stop the walk, so the next page downloads while
+    # the previous one is parsed and consumed: the order must not change.
+    site = make_site(spec)
+    report = walk(site("/"), max_depth=max_depth, delay=0, settings=LOOPBACK)
+    assert site.paths() == expected
+    assert report.fetched == len(expected) and report.stopped is None and report.failures == []
+
+
+class SlowConsumer:
+    """An item pipeline taking 0.3 s per page; notes how many pages the site had served by then."""
+
+    site: Any = None
+    served: list[int] = []
+
+    async def process_item(self, item: Any) -> Any:
+        await asyncio.sleep(0.3)
+        SlowConsumer.served.append(len(SlowConsumer.site.paths()))
+        return item
+
+
+def test_a_slow_consumer_keeps_the_look_ahead_bounded(make_site):
+    pages = [f"/p{n}" for n in range(6)]
+    site = make_site({"/": {"links": pages}, **{path: {} for path in pages}})
+    SlowConsumer.site, SlowConsumer.served = site, []
+    settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_walk.SlowConsumer": 900}}
+    report = walk(site("/"), delay=0, settings=settings)
+    assert site.paths() == ["/", *pages] and report.fetched == 7
+    # While page n is consumed, pages n+1 (downloaded) and n+2 (downloading) may have been
+    # requested, never more; and they were: the downloads overlapped the slow consumer.
+    ahead = [served - consumed for consumed, served in enumerate(SlowConsumer.served, start=1)]
+    assert max(ahead) == 2, ahead
 
 
 def test_max_depth_zero_fetches_the_seed_only(make_site):

@@ -35,6 +35,8 @@ __all__ = ["SitewalkSpider"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
+# Pages downloaded and not yet consumed, at most: the one with the consumers and the next one.
+_AHEAD = 2
 
 
 class SitewalkSpider(Spider):
@@ -79,6 +81,8 @@ class SitewalkSpider(Spider):
         self._tail: asyncio.Future[None] | None = None
         self._unconsumed_pages = 0
         self._unconsumed_bytes = 0
+        # The turn of the latest page, until the next request may go (see _release_early).
+        self._held_turn: asyncio.Future[None] | None = None
         self._parser: ThreadPoolExecutor | None = None
 
     @classmethod
@@ -263,15 +267,35 @@ class SitewalkSpider(Spider):
             parsing = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
         self._unconsumed_pages += 1
         self._unconsumed_bytes += byte_count
+        self._held_turn = turn
         try:
-            if not any(check(self._unconsumed_pages, self._unconsumed_bytes) for check in self.stop_checks):
-                self._settle(turn)  # no consumer can stop on this page: the next one may download meanwhile
+            self._release_early()
             if previous is not None and not previous.done():
                 await asyncio.shield(previous)  # pages go to the consumers in fetch order
             await self._consume(response, url, depth, content_type, encoding, byte_count, parsing)
         finally:
             self._unconsumed_pages -= 1
             self._unconsumed_bytes -= byte_count
+            self._release_early()
+
+    def _release_early(self) -> None:
+        """Let the next page download while the latest ones are consumed, if that is safe.
+
+        Safe when no consumer could stop on the pages in hand (downloaded, not yet consumed), and
+        there are few of them (_AHEAD): slow consumers must not make the walk hold the site in
+        memory. Otherwise the turn waits for the latest page's consumers, or for an earlier page
+        to be consumed, whichever comes first.
+        """
+        turn = self._held_turn
+        if turn is None or turn.done():
+            self._held_turn = None
+            return
+        if self._unconsumed_pages > _AHEAD:
+            return
+        if any(check(self._unconsumed_pages, self._unconsumed_bytes) for check in self.stop_checks):
+            return
+        self._held_turn = None
+        self._settle(turn)
 
     async def _consume(
         self,
