@@ -26,8 +26,25 @@ class Page:
     headers: dict[str, str]
     body: bytes
     encoding: str | None = None
-    # The parsed HTML (lexbor) of an HTML page, shared with the consumers; they may change it.
-    tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
+    # The visible lines of a 2xx HTML page (sitewalk.text.visible_lines), when a consumer asked
+    # the walk to read them with the page (grep); None otherwise.
+    lines: list[str] | None = field(default=None, repr=False, compare=False)
+    # The parsed HTML, if the walk parsed it in this process (see `tree`).
+    _tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tree(self) -> LexborHTMLParser | None:
+        """The parsed HTML (lexbor) of an HTML page, shared with the consumers; they may change it.
+
+        Parsed on first use (the walk reads links and titles in a helper process); None for
+        pages that are not HTML or have no body.
+        """
+        if self._tree is None and self.is_html and self.body:
+            from sitewalk.links import parse_html
+
+            utf8 = (self.encoding or "").lower() in ("utf-8", "utf8", "ascii", "us-ascii")
+            self._tree = parse_html(self.body if utf8 else self.text)
+        return self._tree
 
     @property
     def is_html(self) -> bool:

@@ -120,6 +120,7 @@ class GrepPipeline(_Consumer):
         self._state: dict[str, int] = crawler.spider.consumer_state  # type: ignore[union-attr]
         self._state.setdefault("grep_matches", 0)
         crawler.spider.stop_checks.append(self.may_stop)  # type: ignore[union-attr]
+        crawler.spider.wants_lines = True  # type: ignore[union-attr]
 
     def may_stop(self, pages: int, byte_count: int) -> bool:
         """Whether ``pages`` pages of ``byte_count`` body bytes could reach ``max_matches``.

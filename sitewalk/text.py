@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +45,8 @@ def page_lines(page: Page) -> list[str] | None:
     if media_type is None:
         return None
     if page.is_html:
+        if page.lines is not None:
+            return page.lines
         return visible_lines(page.tree if page.tree is not None else parse_html(page.text))
     if (
         media_type.startswith("text/")
@@ -91,17 +92,27 @@ def visible_lines(tree: LexborHTMLParser) -> list[str]:
         for node in root.css("[hidden]"):
             node.decompose()
         markup = root.html or ""
-    markup = _NOT_SHOWN.sub("", markup)
-    markup = _PREFORMATTED_ELEMENT.sub(_keep_newlines, markup)
+    markup = _SPECIAL_ELEMENT.sub(_hide_or_keep_newlines, markup)
     markup = _LINE_BREAK_TAG.sub(_BREAK, markup)
     markup = _CELL_TAG.sub(" ", markup)
-    text = html.unescape(_TAG.sub("", markup))
-    lines = (" ".join(piece.split()) for piece in text.split(_BREAK))
-    return [line for line in lines if line]
+    text = _unescape(_TAG.sub("", markup))
+    return [" ".join(words) for piece in text.split(_BREAK) if (words := piece.split())]
 
 
-def _keep_newlines(match: re.Match[str]) -> str:
-    return match.group(0).replace("\n", _BREAK)
+def _unescape(text: str) -> str:
+    """Undo lexbor's escaping of text: it writes only these four entities (raw text elements,
+    whose text it writes as is, are gone by now)."""
+    if "&" not in text:
+        return text
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\xa0").replace("&amp;", "&")
+
+
+def _hide_or_keep_newlines(match: re.Match[str]) -> str:
+    tag = match.group(1)
+    if tag is None or tag in _NOT_SHOWN:
+        return ""  # a comment, or an element never rendered
+    # Preformatted: the author's newlines break lines; what it holds that is not shown goes.
+    return _HIDDEN_ELEMENT.sub("", match.group(0)).replace("\n", _BREAK)
 
 
 def _alternatives(words: Iterable[str]) -> str:
@@ -123,12 +134,13 @@ def _alternatives(words: Iterable[str]) -> str:
 
 # Patterns over lexbor's serialisation of <body>.
 _HIDDEN_ATTRIBUTE = re.compile(r"<[a-z][^>]*\shidden[\s=/>]")
-# Elements never rendered (raw text inside, so the first closing tag ends them) and comments;
-# <head> and <title> are outside the body.
-_NOT_SHOWN = re.compile(r"<(script|style|noscript|template)(?=[\s/>])[^>]*>.*?</\1>|<!--.*?-->", re.DOTALL)
-_PREFORMATTED_ELEMENT = re.compile(
-    r"<(%s)(?=[\s/>])[^>]*>.*?</\1>" % "|".join(sorted(_PREFORMATTED)), re.DOTALL
+# Elements never rendered (raw text inside, so the first closing tag ends them), preformatted
+# elements and comments, in one pass; <head> and <title> are outside the body.
+_NOT_SHOWN = frozenset({"script", "style", "noscript", "template"})
+_SPECIAL_ELEMENT = re.compile(
+    r"<(%s)(?=[\s/>])[^>]*>.*?</\1>|<!--.*?-->" % _alternatives(_NOT_SHOWN | _PREFORMATTED), re.DOTALL
 )
+_HIDDEN_ELEMENT = re.compile(r"<(%s)(?=[\s/>])[^>]*>.*?</\1>|<!--.*?-->" % _alternatives(_NOT_SHOWN), re.DOTALL)
 _LINE_BREAK_TAG = re.compile(r"</?%s(?=[\s/>])[^>]*>" % _alternatives(_BLOCKS | {"br"}))
 # Table cells sit side by side: their texts are words apart, not glued together.
 _CELL_TAG = re.compile(r"<t[dh](?=[\s/>])[^>]*>")

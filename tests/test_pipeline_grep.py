@@ -45,6 +45,8 @@ def found(matches: list[Match], origin: str) -> list[tuple[str, int, str]]:
         ("<table><tr><td>a</td><td>b</td></tr><tr><th>c</th><td>d</td></tr></table>", ["a b", "c d"]),
         ("<ul><li>one<li>two</ul>", ["one", "two"]),
         ("<pre>  x = 1\n\n  y = 2\n</pre>after", ["x = 1", "y = 2", "after"]),
+        ("<pre>a\n<script>hidden()</script>b\n<!-- note -->c</pre>", ["a", "b", "c"]),
+        ("<p>x&amp;lt;y &lt;z&gt; a&nbsp;b</p>", ["x&lt;y <z> a b"]),
         ("<h1>Title</h1>text<h2>Sub</h2>", ["Title", "text", "Sub"]),
     ],
 )

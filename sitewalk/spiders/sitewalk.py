@@ -20,6 +20,7 @@ from sitewalk import failures
 from sitewalk.config import WalkConfig
 from sitewalk.items import Page, Report
 from sitewalk.links import normalize, page_links, page_title, parse_html
+from sitewalk.pagereader import PageReader, ReadPage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -74,6 +75,10 @@ class SitewalkSpider(Spider):
         # and body bytes downloaded but not yet consumed (the latest page included), it says
         # whether the consumers might stop on one of them; if so, the next request waits for them.
         self.stop_checks: list[Callable[[int, int], bool]] = []
+        # Set by a consumer that reads the visible lines of 2xx HTML pages (grep): the walk then
+        # reads them with the page's links, beside the walk (Page.lines).
+        self.wants_lines = False
+        self._reader: PageReader | None = None
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
         # The processing of the latest page handed to parse(): done when it (and so every page
@@ -125,6 +130,7 @@ class SitewalkSpider(Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         loop = asyncio.get_running_loop()
+        self._reader = await PageReader.start()
         if not self._resume():
             seed = normalize(self.config.seed)
             self.dupefilter.add(seed)
@@ -228,9 +234,12 @@ class SitewalkSpider(Spider):
         if turn is not None and not turn.done():
             turn.set_result(None)
 
-    def closed(self, reason: str) -> None:
+    async def closed(self, reason: str) -> None:
         if self._parser is not None:
             self._parser.shutdown(wait=False)
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            await reader.close()
 
     async def parse(self, response: Response) -> list[Any]:
         # Called for the request in flight: its turn is the current one.
@@ -257,14 +266,16 @@ class SitewalkSpider(Spider):
         content_type = _media_type(response)
         byte_count = len(response.body)
         self.budget.page_fetched(byte_count, depth)
-        parsing: asyncio.Future[LexborHTMLParser] | None = None
         encoding: str | None = getattr(response, "encoding", None)
+        reading: _Reading | None = None
         if content_type in _HTML_TYPES and response.body:
-            if self._parser is None:
-                self._parser = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             # lexbor reads bytes as UTF-8; other charsets are decoded first.
             markup = response.body if encoding in _UTF8 else response.text  # type: ignore[attr-defined]
-            parsing = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
+            successful = 200 <= response.status < 300
+            reading = self._start_reading(
+                markup, response.url, links=successful and depth < self.config.max_depth,
+                lines=successful and self.wants_lines,
+            )
         self._unconsumed_pages += 1
         self._unconsumed_bytes += byte_count
         self._held_turn = turn
@@ -272,7 +283,7 @@ class SitewalkSpider(Spider):
             self._release_early()
             if previous is not None and not previous.done():
                 await asyncio.shield(previous)  # pages go to the consumers in fetch order
-            await self._consume(response, url, depth, content_type, encoding, byte_count, parsing)
+            await self._consume(response, url, depth, content_type, encoding, byte_count, reading)
         finally:
             self._unconsumed_pages -= 1
             self._unconsumed_bytes -= byte_count
@@ -305,13 +316,10 @@ class SitewalkSpider(Spider):
         content_type: str | None,
         encoding: str | None,
         byte_count: int,
-        parsing: asyncio.Future[LexborHTMLParser] | None,
+        reading: _Reading | None,
     ) -> None:
         meta = response.meta
-        tree = await parsing if parsing is not None else None
-        follow = tree is not None and 200 <= response.status < 300 and depth < self.config.max_depth
-        # Read before the consumers see the page: they may change the tree (grep does).
-        links = page_links(tree, response.url) if follow and tree is not None else []
+        tree, read = await self._finish_reading(reading) if reading is not None else (None, ReadPage(None, [], None))
         page = Page(
             url=url,
             final_url=response.url,
@@ -319,24 +327,58 @@ class SitewalkSpider(Spider):
             byte_count=byte_count,
             depth=depth,
             content_type=content_type,
-            title=page_title(tree) if tree is not None else None,
+            title=read.title,
             found_on=meta.get("sitewalk_found_on"),
             headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
             body=response.body,
             encoding=encoding,
-            tree=tree,
+            lines=read.lines,
+            _tree=tree,
         )
         await self.crawler.engine.scraper.start_itemproc_async(page, response=response)
         add = self.dupefilter.add
         prefix = self.origin.prefix
         offsite = 0
-        for link in links:
+        for link in read.links:
             if not link.startswith(prefix):
                 offsite += 1
             elif add(link):
                 self.frontier.append((link, depth + 1, response.url))
         if offsite:
             self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
+
+    # -- reading HTML: in the helper process, else parsed in a worker thread and read here
+    def _start_reading(self, markup: bytes | str, url: str, links: bool, lines: bool) -> _Reading:
+        if self._reader is not None:
+            future: asyncio.Future[Any] = self._reader.read(markup, url, links, lines)
+        else:
+            if self._parser is None:
+                self._parser = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
+            future = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
+        return _Reading(future, markup, url, links, helper=self._reader is not None)
+
+    async def _finish_reading(self, reading: _Reading) -> tuple[LexborHTMLParser | None, ReadPage]:
+        """The page's tree (None when the helper read it: Page.tree parses on demand) and what was read.
+
+        Links are read before the consumers see the page: they may change the tree (grep does).
+        """
+        if reading.helper:
+            try:
+                return None, await reading.future
+            except (BrokenPipeError, RuntimeError) as exc:
+                self._reader_failed(exc)
+                tree = parse_html(reading.markup)
+        else:
+            tree = await reading.future
+        return tree, ReadPage(page_title(tree), page_links(tree, reading.url) if reading.links else [], None)
+
+    def _reader_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, BrokenPipeError) and self._reader is not None:
+            self.logger.warning("%s: reading pages in the walk's process from now on", exc)
+            reader, self._reader = self._reader, None
+            asyncio.ensure_future(reader.close())
+        else:
+            self.logger.debug("reading the page here: %s", exc)
 
     def errback(self, failure: Failure) -> None:
         try:
@@ -398,6 +440,17 @@ class SitewalkSpider(Spider):
             bytes=self.budget.bytes,
             elapsed_s=round(elapsed, 3),
         )
+
+
+@dataclasses.dataclass
+class _Reading:
+    """An HTML page being read: by the helper process (``helper``), else being parsed in a thread."""
+
+    future: asyncio.Future[Any]
+    markup: bytes | str
+    url: str
+    links: bool
+    helper: bool
 
 
 def _job_outputs(crawler: Crawler, config: WalkConfig, job: str) -> WalkConfig:

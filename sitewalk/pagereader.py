@@ -1,0 +1,176 @@
+"""Reading HTML pages in a helper process, beside the walk.
+
+Parsing a page, finding its title and links and, for grep, its visible lines is most of the
+walk's own work. lexbor parses without the GIL, but the rest (selector results, URL resolution,
+the regular expressions of :func:`sitewalk.text.visible_lines`) holds it, so in the walk's
+process it takes turns with Scrapy's work instead of running beside it. :class:`PageReader`
+starts one helper process (this module, run by the same Python; it imports lexbor, ada and
+:mod:`sitewalk.text` only), sends it each HTML page and gets the title, links and lines back
+while the walk downloads the next page. Where the helper cannot start or stops, the walk reads
+pages itself (see the spider): the same results, only later.
+
+The helper speaks frames over its stdin and stdout. A request: flags (1 = links, 2 = lines),
+the lengths of the page's URL and HTML (big-endian), then both, UTF-8. An answer: ``b"o"`` and
+the lengths of the title (``0xFFFFFFFF`` for none), the links and the lines, then those three,
+links and lines joined by newlines (no resolved URL and no visible line contains one); or ``b"e"``
+and an error message. Answers come in the order of the requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import struct
+import sys
+from collections import deque
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from sitewalk.links import page_links, page_title, parse_html
+from sitewalk.text import visible_lines
+
+__all__ = ["PageReader", "ReadPage", "read_page", "serve"]
+
+logger = logging.getLogger(__name__)
+
+LINKS = 1
+LINES = 2
+_REQUEST = struct.Struct(">BII")
+_ANSWER = struct.Struct(">cIII")
+_ERROR = struct.Struct(">cI")
+_NO_TITLE = 0xFFFFFFFF
+
+
+class ReadPage(NamedTuple):
+    """What the walk reads from an HTML page."""
+
+    title: str | None
+    links: list[str]
+    lines: list[str] | None
+
+
+def read_page(markup: bytes | str, url: str, flags: int) -> ReadPage:
+    """Title, links (if ``flags & LINKS``) and visible lines (if ``flags & LINES``) of a page."""
+    tree = parse_html(markup)
+    title = page_title(tree)
+    # Links first: visible_lines changes the tree.
+    links = page_links(tree, url) if flags & LINKS else []
+    lines = visible_lines(tree) if flags & LINES else None
+    return ReadPage(title, links, lines)
+
+
+def serve(requests: BinaryIO, answers: BinaryIO) -> None:
+    """The helper's loop: one answer per request, until ``requests`` ends."""
+    # Ctrl-C reaches the whole process group; the walk handles it and then closes our stdin.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        header = requests.read(_REQUEST.size)
+        if len(header) < _REQUEST.size:
+            return
+        flags, url_size, markup_size = _REQUEST.unpack(header)
+        url = requests.read(url_size).decode("utf-8")
+        markup = requests.read(markup_size)
+        try:
+            page = read_page(markup, url, flags)
+        except Exception as exc:  # noqa: BLE001 - reported to the walk, which then reads the page itself
+            message = repr(exc).encode("utf-8", "replace")
+            answers.write(_ERROR.pack(b"e", len(message)) + message)
+        else:
+            title = page.title.encode("utf-8", "surrogatepass") if page.title is not None else b""
+            links = "\n".join(page.links).encode("utf-8", "surrogatepass")
+            lines = "\n".join(page.lines).encode("utf-8", "surrogatepass") if page.lines is not None else b""
+            title_size = len(title) if page.title is not None else _NO_TITLE
+            answers.write(_ANSWER.pack(b"o", title_size, len(links), len(lines)) + title + links + lines)
+        answers.flush()
+
+
+class PageReader:
+    """One helper process reading pages, in order, beside the walk."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+        self._pending: deque[tuple[asyncio.Future[ReadPage], bool]] = deque()
+        self._broken: BrokenPipeError | None = None
+        self._answers = asyncio.ensure_future(self._read_answers())
+
+    @classmethod
+    async def start(cls) -> PageReader | None:
+        """Start the helper; None (and the reason logged) where it cannot start."""
+        # The helper imports this package from where this process did (a scrapyd egg, say).
+        root = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        code = "import sys; from sitewalk.pagereader import serve; serve(sys.stdin.buffer, sys.stdout.buffer)"
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable or "python3", "-c", code,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": path},
+            )
+        except (OSError, RuntimeError, NotImplementedError) as exc:
+            logger.info("reading pages in the walk's process: the helper process did not start (%s)", exc)
+            return None
+        return cls(process)
+
+    def read(self, markup: bytes | str, url: str, links: bool, lines: bool) -> asyncio.Future[ReadPage]:
+        """The page read by the helper (a future; it fails with BrokenPipeError if the helper stopped)."""
+        future: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
+        stdin = self._process.stdin
+        if self._broken is not None or stdin is None or stdin.is_closing():
+            future.set_exception(self._broken or BrokenPipeError("the helper process has stopped"))
+            return future
+        # lexbor reads text as UTF-8, dropping what cannot be encoded: the bytes it would parse here.
+        data = markup if isinstance(markup, bytes) else markup.encode("utf-8", "ignore")
+        url_bytes = url.encode("utf-8")
+        flags = (LINKS if links else 0) | (LINES if lines else 0)
+        # Buffered by the transport: writing never blocks the walk.
+        stdin.write(_REQUEST.pack(flags, len(url_bytes), len(data)) + url_bytes + data)
+        self._pending.append((future, lines))
+        return future
+
+    async def _read_answers(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            while True:
+                status = await stdout.readexactly(1)
+                future, lines_wanted = self._pending.popleft()
+                if status == b"e":
+                    (size,) = _ERROR.unpack(status + await stdout.readexactly(_ERROR.size - 1))
+                    message = (await stdout.readexactly(size)).decode("utf-8", "replace")
+                    if not future.done():
+                        future.set_exception(RuntimeError(f"the helper process could not read the page: {message}"))
+                    continue
+                _, title_size, links_size, lines_size = _ANSWER.unpack(
+                    status + await stdout.readexactly(_ANSWER.size - 1)
+                )
+                title = None
+                if title_size != _NO_TITLE:
+                    title = (await stdout.readexactly(title_size)).decode("utf-8", "surrogatepass")
+                links = (await stdout.readexactly(links_size)).decode("utf-8", "surrogatepass")
+                lines = (await stdout.readexactly(lines_size)).decode("utf-8", "surrogatepass")
+                if not future.done():
+                    future.set_result(ReadPage(
+                        title,
+                        links.split("\n") if links else [],
+                        (lines.split("\n") if lines else []) if lines_wanted else None,
+                    ))
+        except (asyncio.IncompleteReadError, ConnectionError, IndexError, struct.error) as exc:
+            self._broken = BrokenPipeError(f"the page-reading helper process stopped ({exc!r})")
+        while self._pending:
+            future, _ = self._pending.popleft()
+            if not future.done():
+                future.set_exception(self._broken or BrokenPipeError("the helper process stopped"))
+
+    async def close(self) -> None:
+        """Let the helper finish (its stdin ends) and wait for it; kill it if it does not exit."""
+        stdin = self._process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        try:
+            await asyncio.wait_for(self._process.wait(), timeout=5)
+        except asyncio.TimeoutError:
+            self._process.kill()
+            await self._process.wait()
+        await asyncio.gather(self._answers, return_exceptions=True)
