@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 from sitewalk import __version__
 from sitewalk._startup import import_http11_handler
 
@@ -56,7 +58,10 @@ SITEWALK_GUARD_ALLOW_NETWORKS = ""
 TWISTED_DNS_RESOLVER = "sitewalk.guard.GuardResolver"
 HTTPPROXY_ENABLED = False
 
-DOWNLOADER_MIDDLEWARES = {
+# The walk's components live in the *_BASE settings, so that a user's DOWNLOADER_MIDDLEWARES,
+# SPIDER_MIDDLEWARES, EXTENSIONS or ITEM_PIPELINES add to them rather than replace them.
+DOWNLOADER_MIDDLEWARES_BASE = {
+    **_scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE,
     "sitewalk.downloadermiddlewares.AddressGuardMiddleware": 40,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "sitewalk.downloadermiddlewares.SameOriginMiddleware": 60,
@@ -69,13 +74,11 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
 }
 # The spider tracks depth itself and keeps every status and URL length.
-SPIDER_MIDDLEWARES = {
+SPIDER_MIDDLEWARES_BASE = {
+    **_scrapy_defaults.SPIDER_MIDDLEWARES_BASE,
     "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-}
-EXTENSIONS = {
-    "sitewalk.extensions.WalkBudget": 10,
 }
 # Scrapy's own list without the telnet console and the remote-control endpoint, which must not
 # run (they listen on a port; remote control can execute code) and cost start-up time to import.
@@ -89,8 +92,9 @@ EXTENSIONS_BASE = {
     "scrapy.extensions.logstats.LogStats": 0,
     "scrapy.extensions.spiderstate.SpiderState": 0,
     "scrapy.extensions.throttle.AutoThrottle": 0,
+    "sitewalk.extensions.WalkBudget": 10,
 }
-ITEM_PIPELINES = {
+ITEM_PIPELINES_BASE = {
     "sitewalk.pipelines.CallbackPipeline": 100,
     # The consumers: the walk's config enables exactly one of them.
     "sitewalk.pipelines.IndexPipeline": 300,
