@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import pickle
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -36,8 +37,10 @@ __all__ = ["SitewalkSpider"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
-# Pages downloaded and not yet consumed, at most: the one with the consumers and the next one.
-_AHEAD = 2
+# Pages downloaded and not yet consumed, at most. Their HTML is read by the helper processes
+# meanwhile (with two of them for grep, both need pages in hand); the walk's process keeps their
+# bodies, not their trees.
+AHEAD = 8
 
 
 class SitewalkSpider(Spider):
@@ -78,7 +81,9 @@ class SitewalkSpider(Spider):
         # Set by a consumer that reads the visible lines of 2xx HTML pages (grep): the walk then
         # reads them with the page's links, beside the walk (Page.lines).
         self.wants_lines = False
-        self._reader: PageReader | None = None
+        # Helper processes reading HTML pages, used in turn; none when they could not start.
+        self._readers: list[PageReader] = []
+        self._pages_read = 0
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
         # The processing of the latest page handed to parse(): done when it (and so every page
@@ -130,7 +135,10 @@ class SitewalkSpider(Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         loop = asyncio.get_running_loop()
-        self._reader = await PageReader.start()
+        # grep's visible lines make reading a page cost more than Scrapy's work for it: two
+        # helpers then share the pages (on a machine with cores for them).
+        helpers = 2 if self.wants_lines and (os.cpu_count() or 1) > 1 else 1
+        self._readers = [reader for reader in await asyncio.gather(*(PageReader.start() for _ in range(helpers))) if reader]
         if not self._resume():
             seed = normalize(self.config.seed)
             self.dupefilter.add(seed)
@@ -237,9 +245,8 @@ class SitewalkSpider(Spider):
     async def closed(self, reason: str) -> None:
         if self._parser is not None:
             self._parser.shutdown(wait=False)
-        if self._reader is not None:
-            reader, self._reader = self._reader, None
-            await reader.close()
+        readers, self._readers = self._readers, []
+        await asyncio.gather(*(reader.close() for reader in readers))
 
     async def parse(self, response: Response) -> list[Any]:
         # Called for the request in flight: its turn is the current one.
@@ -293,7 +300,7 @@ class SitewalkSpider(Spider):
         """Let the next page download while the latest ones are consumed, if that is safe.
 
         Safe when no consumer could stop on the pages in hand (downloaded, not yet consumed), and
-        there are few of them (_AHEAD): slow consumers must not make the walk hold the site in
+        there are few of them (AHEAD): slow consumers must not make the walk hold the site in
         memory. Otherwise the turn waits for the latest page's consumers, or for an earlier page
         to be consumed, whichever comes first.
         """
@@ -301,7 +308,7 @@ class SitewalkSpider(Spider):
         if turn is None or turn.done():
             self._held_turn = None
             return
-        if self._unconsumed_pages > _AHEAD:
+        if self._unconsumed_pages > AHEAD:
             return
         if any(check(self._unconsumed_pages, self._unconsumed_bytes) for check in self.stop_checks):
             return
@@ -349,13 +356,15 @@ class SitewalkSpider(Spider):
 
     # -- reading HTML: in the helper process, else parsed in a worker thread and read here
     def _start_reading(self, markup: bytes | str, url: str, links: bool, lines: bool) -> _Reading:
-        if self._reader is not None:
-            future: asyncio.Future[Any] = self._reader.read(markup, url, links, lines)
+        if self._readers:
+            reader = self._readers[self._pages_read % len(self._readers)]
+            self._pages_read += 1
+            future: asyncio.Future[Any] = reader.read(markup, url, links, lines)
         else:
             if self._parser is None:
                 self._parser = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             future = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
-        return _Reading(future, markup, url, links, helper=self._reader is not None)
+        return _Reading(future, markup, url, links, helper=bool(self._readers))
 
     async def _finish_reading(self, reading: _Reading) -> tuple[LexborHTMLParser | None, ReadPage]:
         """The page's tree (None when the helper read it: Page.tree parses on demand) and what was read.
@@ -373,10 +382,11 @@ class SitewalkSpider(Spider):
         return tree, ReadPage(page_title(tree), page_links(tree, reading.url) if reading.links else [], None)
 
     def _reader_failed(self, exc: BaseException) -> None:
-        if isinstance(exc, BrokenPipeError) and self._reader is not None:
+        if isinstance(exc, BrokenPipeError) and self._readers:
             self.logger.warning("%s: reading pages in the walk's process from now on", exc)
-            reader, self._reader = self._reader, None
-            asyncio.ensure_future(reader.close())
+            readers, self._readers = self._readers, []
+            for reader in readers:
+                asyncio.ensure_future(reader.close())
         else:
             self.logger.debug("reading the page here: %s", exc)
 
