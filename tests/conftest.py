@@ -94,13 +94,29 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | N
     )
 
 
-def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured)."""
+def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Popen[str]:
+    """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured); with
+    ``new_session``, in its own process group, as a shell starts a command (see os.killpg)."""
     environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
     return subprocess.Popen(
         [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
         cwd=cwd, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=new_session,
     )
+
+
+def helper_processes() -> set[int]:
+    """Process ids of running page-reading helpers (sitewalk.pagereader), anyone's."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"sitewalk.pagereader import serve" in cmdline:
+                pids.add(int(entry.name))
+    return pids
 
 
 def wait_for_pages(site: Site, count: int, process: subprocess.Popen[str], timeout: float = 30) -> None:

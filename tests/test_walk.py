@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from sitewalk import Page, SeedError, walk
+from sitewalk.spiders.sitewalk import AHEAD
 from tests.conftest import LOOPBACK
 
 
@@ -76,16 +77,16 @@ class SlowConsumer:
 
 
 def test_a_slow_consumer_keeps_the_look_ahead_bounded(make_site):
-    pages = [f"/p{n}" for n in range(6)]
+    pages = [f"/p{n}" for n in range(AHEAD + 6)]
     site = make_site({"/": {"links": pages}, **{path: {} for path in pages}})
     SlowConsumer.site, SlowConsumer.served = site, []
     settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_walk.SlowConsumer": 900}}
     report = walk(site("/"), delay=0, settings=settings)
-    assert site.paths() == ["/", *pages] and report.fetched == 7
-    # While page n is consumed, pages n+1 (downloaded) and n+2 (downloading) may have been
-    # requested, never more; and they were: the downloads overlapped the slow consumer.
+    assert site.paths() == ["/", *pages] and report.fetched == len(pages) + 1
+    # While page n is consumed, the next AHEAD pages may have been requested, never more; and
+    # they were: the downloads overlapped the slow consumer.
     ahead = [served - consumed for consumed, served in enumerate(SlowConsumer.served, start=1)]
-    assert max(ahead) == 2, ahead
+    assert max(ahead) == AHEAD, ahead
 
 
 def test_max_depth_zero_fetches_the_seed_only(make_site):

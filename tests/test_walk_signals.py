@@ -3,29 +3,41 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
 import pytest
 
-from tests.conftest import allow_loopback, start_cli, wait_for_pages
+from tests.conftest import allow_loopback, helper_processes, start_cli, wait_for_pages
 
 SITE = {"/": {"links": [f"/p{i}" for i in range(30)]}, **{f"/p{i}": {"title": f"P{i}"} for i in range(30)}}
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum):
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["SIGINT", "SIGTERM", "Ctrl-C to the process group"],
+)
+def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     site = make_site(SITE)
+    helpers_before = helper_processes()
     process = start_cli(
         "-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(),
-        cwd=tmp_path,
+        cwd=tmp_path, new_session=group,
     )
     wait_for_pages(site, 3, process)
-    process.send_signal(signum)
+    assert helper_processes() - helpers_before  # the walk reads pages in a helper process
+    if group:  # what Ctrl-C in a terminal does: the walk's helper gets the signal too
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
     sent_at = time.time()
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    # The helper ended with the walk.
+    assert helper_processes() - helpers_before == set()
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stopped"] == "interrupted"
     items = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]

@@ -1,0 +1,134 @@
+"""Reading pages in helper processes: the same results as reading them in the walk's process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+import pytest
+
+from sitewalk import Page, grep, walk
+from sitewalk.links import page_links, page_title, parse_html
+from sitewalk.pagereader import PageReader, read_page
+from sitewalk.text import visible_lines
+from tests.conftest import LOOPBACK, helper_processes
+
+SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b#x", "/c"], "body": "<p>needle home</p>"},
+    "/a": {"title": "A", "links": ["/a1", "/b"], "body": "<p>needle a</p><pre>one\nneedle two</pre>"},
+    "/b": {"title": "B", "links": ["/b1"], "body": "<div hidden>needle hidden</div><p>caf&eacute; needle</p>"},
+    "/c": {"title": "C", "links": ["/"]},
+    "/a1": {"title": "A1", "body": "<script>needle()</script><p>needle a1</p>"},
+    "/b1": {"title": "B1"},
+}
+ORDER = ["/", "/a", "/b", "/c", "/a1", "/b1"]
+MATCHES = ["needle home", "needle a", "needle two", "café needle", "needle a1"]
+
+
+def test_the_helper_reads_what_the_walk_would_read():
+    markup = (
+        "<html><head><title> A  page </title><base href='/base/'></head><body><a href='x#f'>x</a>"
+        "<p hidden>gone</p><p>shown &amp; kept</p><pre>a\nb</pre><a href='http://other.test/'>o</a></body></html>"
+    )
+
+    async def read() -> Any:
+        reader = await PageReader.start()
+        assert reader is not None
+        try:
+            return await asyncio.gather(
+                reader.read(markup, "http://site.test/dir/p.html", links=True, lines=True),
+                reader.read(markup.encode(), "http://site.test/", links=False, lines=False),
+                reader.read("<p>caf\u00e9</p>", "http://site.test/", links=True, lines=True),
+            )
+        finally:
+            await reader.close()
+
+    full, bare, text = asyncio.run(read())
+    tree = parse_html(markup)
+    assert full.title == page_title(tree) == "A page"
+    assert full.links == page_links(tree, "http://site.test/dir/p.html") == [
+        "http://site.test/base/x", "http://other.test/",
+    ]
+    assert full.lines == visible_lines(parse_html(markup)) == ["x", "shown & kept", "a", "b", "o"]
+    assert (bare.title, bare.links, bare.lines) == ("A page", [], None)
+    assert (text.title, text.links, text.lines) == (None, [], ["caf\u00e9"])
+    assert read_page(markup, "http://site.test/dir/p.html", 3) == full
+
+
+def walk_pages(site: Any, **options: Any) -> list[Page]:
+    pages: list[Page] = []
+    walk(site("/"), on_page=pages.append, delay=0, max_depth=3, settings=LOOPBACK, **options)
+    return pages
+
+
+def test_page_tree_is_parsed_on_first_use(make_site):
+    site = make_site(SITE)
+    pages = walk_pages(site)
+    assert [page.url for page in pages] == [site(path) for path in ORDER]
+    assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
+    tree = pages[1].tree
+    assert tree is not None and tree is pages[1].tree
+    assert [a.attributes["href"] for a in tree.css("a")] == ["/a1", "/b"]
+
+
+@pytest.fixture
+def no_helper(monkeypatch):
+    async def cannot_start(cls: Any) -> None:
+        return None
+
+    monkeypatch.setattr(PageReader, "start", classmethod(cannot_start))
+
+
+def test_without_a_helper_the_walk_reads_pages_itself(make_site, no_helper):
+    site = make_site(SITE)
+    before = helper_processes()
+    pages = walk_pages(site)
+    assert helper_processes() - before == set()
+    assert site.paths() == ORDER
+    assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
+    matches, report = grep(site("/"), "needle", max_depth=3, delay=0, context=0, settings=LOOPBACK)
+    assert [m.text for m in matches] == MATCHES and report.fetched == 6
+
+
+def test_grep_with_helpers_finds_the_same_lines(make_site):
+    site = make_site(SITE)
+    matches, report = grep(site("/"), "needle", max_depth=3, delay=0, context=0, settings=LOOPBACK)
+    assert [m.text for m in matches] == MATCHES
+    assert site.paths() == ORDER and report.fetched == 6
+
+
+class KillHelpers:
+    """An item pipeline that kills the walk's helper processes when the second page is consumed."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.spider = crawler.spider
+        self.seen = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> KillHelpers:
+        return cls(crawler)
+
+    def process_item(self, item: Any) -> Any:
+        self.seen += 1
+        if self.seen == 2:
+            for reader in self.spider._readers:
+                os.kill(reader._process.pid, signal.SIGKILL)
+        return item
+
+
+@pytest.mark.parametrize("mode", ["index", "grep"])
+def test_a_helper_that_dies_leaves_the_walk_whole(make_site, caplog, mode):
+    site = make_site(SITE)
+    # A user's ITEM_PIPELINES add to the walk's consumers (on_page, grep), not replace them.
+    settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_pagereader.KillHelpers": 50}}
+    if mode == "grep":
+        matches, report = grep(site("/"), "needle", max_depth=3, delay=0, context=0, settings=settings)
+        assert [m.text for m in matches] == MATCHES
+    else:
+        pages: list[Page] = []
+        report = walk(site("/"), on_page=pages.append, max_depth=3, delay=0, settings=settings)
+        assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
+    assert site.paths() == ORDER and report.fetched == 6 and report.failures == []
+    assert "reading pages in the walk's process from now on" in caplog.text
