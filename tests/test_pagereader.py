@@ -12,16 +12,19 @@ import pytest
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
 from sitewalk.pagereader import PageReader, read_page
+from sitewalk.spiders.sitewalk import HELPER_MIN_BYTES
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 
+# Pages large enough to be read by a helper (HELPER_MIN_BYTES).
+FILLER = "<p>" + "filler " * (HELPER_MIN_BYTES // 7 + 1) + "</p>"
 SITE = {
-    "/": {"title": "Home", "links": ["/a", "/b#x", "/c"], "body": "<p>needle home</p>"},
-    "/a": {"title": "A", "links": ["/a1", "/b"], "body": "<p>needle a</p><pre>one\nneedle two</pre>"},
-    "/b": {"title": "B", "links": ["/b1"], "body": "<div hidden>needle hidden</div><p>caf&eacute; needle</p>"},
-    "/c": {"title": "C", "links": ["/"]},
-    "/a1": {"title": "A1", "body": "<script>needle()</script><p>needle a1</p>"},
-    "/b1": {"title": "B1"},
+    "/": {"title": "Home", "links": ["/a", "/b#x", "/c"], "body": "<p>needle home</p>" + FILLER},
+    "/a": {"title": "A", "links": ["/a1", "/b"], "body": "<p>needle a</p><pre>one\nneedle two</pre>" + FILLER},
+    "/b": {"title": "B", "links": ["/b1"], "body": "<div hidden>needle hidden</div><p>caf&eacute; needle</p>" + FILLER},
+    "/c": {"title": "C", "links": ["/"], "body": FILLER},
+    "/a1": {"title": "A1", "body": "<script>needle()</script><p>needle a1</p>" + FILLER},
+    "/b1": {"title": "B1", "body": FILLER},
 }
 ORDER = ["/", "/a", "/b", "/c", "/a1", "/b1"]
 MATCHES = ["needle home", "needle a", "needle two", "café needle", "needle a1"]
@@ -100,21 +103,22 @@ def test_grep_with_helpers_finds_the_same_lines(make_site):
 
 
 class KillHelpers:
-    """An item pipeline that kills the walk's helper processes when the second page is consumed."""
+    """An item pipeline that kills the walk's helper processes once they run (once)."""
+
+    killed = 0
 
     def __init__(self, crawler: Any) -> None:
         self.spider = crawler.spider
-        self.seen = 0
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> KillHelpers:
         return cls(crawler)
 
     def process_item(self, item: Any) -> Any:
-        self.seen += 1
-        if self.seen == 2:
+        if not KillHelpers.killed and self.spider._readers:
             for reader in self.spider._readers:
                 os.kill(reader._process.pid, signal.SIGKILL)
+            KillHelpers.killed = len(self.spider._readers)
         return item
 
 
@@ -123,6 +127,7 @@ def test_a_helper_that_dies_leaves_the_walk_whole(make_site, caplog, mode):
     site = make_site(SITE)
     # A user's ITEM_PIPELINES add to the walk's consumers (on_page, grep), not replace them.
     settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_pagereader.KillHelpers": 50}}
+    KillHelpers.killed = 0
     if mode == "grep":
         matches, report = grep(site("/"), "needle", max_depth=3, delay=0, context=0, settings=settings)
         assert [m.text for m in matches] == MATCHES
@@ -130,5 +135,27 @@ def test_a_helper_that_dies_leaves_the_walk_whole(make_site, caplog, mode):
         pages: list[Page] = []
         report = walk(site("/"), on_page=pages.append, max_depth=3, delay=0, settings=settings)
         assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
+    assert KillHelpers.killed == (2 if mode == "grep" else 1)
     assert site.paths() == ORDER and report.fetched == 6 and report.failures == []
     assert "reading pages in the walk's process from now on" in caplog.text
+
+
+def test_a_site_of_small_pages_needs_no_helper(make_site, monkeypatch):
+    small = {path: {**page, "body": page["body"].replace(FILLER, "")} for path, page in SITE.items()}
+    site = make_site(small)
+    starts: list[int] = []
+    original = PageReader.start.__func__  # type: ignore[attr-defined]
+
+    async def counted(cls: Any) -> Any:
+        starts.append(1)
+        return await original(cls)
+
+    monkeypatch.setattr(PageReader, "start", classmethod(counted))
+    pages = walk_pages(site)
+    assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
+    assert site.paths() == ORDER
+    assert starts == []  # the walk's own thread read every page
+    # The same walk of large pages starts one helper.
+    big = make_site(SITE)
+    walk_pages(big)
+    assert starts == [1]

@@ -11,7 +11,12 @@ import pytest
 
 from tests.conftest import allow_loopback, helper_processes, start_cli, wait_for_pages
 
-SITE = {"/": {"links": [f"/p{i}" for i in range(30)]}, **{f"/p{i}": {"title": f"P{i}"} for i in range(30)}}
+# Pages large enough to be read by the walk's helper process.
+FILLER = "<p>" + "filler " * 3000 + "</p>"
+SITE = {
+    "/": {"links": [f"/p{i}" for i in range(30)], "body": FILLER},
+    **{f"/p{i}": {"title": f"P{i}", "body": FILLER} for i in range(30)},
+}
 
 
 @pytest.mark.parametrize(

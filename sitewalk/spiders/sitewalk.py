@@ -37,6 +37,10 @@ __all__ = ["SitewalkSpider"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
+# HTML pages from this size on are read by the helper processes; smaller ones in the walk's
+# process, where they cost about what the round trip to a helper would. A site of small pages
+# then needs no helper at all (nor its memory).
+HELPER_MIN_BYTES = 16 * 1024
 # Pages downloaded and not yet consumed, at most. Their HTML is read by the helper processes
 # meanwhile (with two of them for grep, both need pages in hand); the walk's process keeps their
 # bodies, not their trees.
@@ -81,8 +85,9 @@ class SitewalkSpider(Spider):
         # Set by a consumer that reads the visible lines of 2xx HTML pages (grep): the walk then
         # reads them with the page's links, beside the walk (Page.lines).
         self.wants_lines = False
-        # Helper processes reading HTML pages, used in turn; none when they could not start.
+        # Helper processes reading HTML pages, used in turn; started with the first large page.
         self._readers: list[PageReader] = []
+        self._readers_starting: asyncio.Future[None] | None = None
         self._pages_read = 0
         self._turn: asyncio.Future[None] | None = None
         self._inflight: tuple[str, int, str | None] | None = None
@@ -135,10 +140,6 @@ class SitewalkSpider(Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         loop = asyncio.get_running_loop()
-        # grep's visible lines make reading a page cost more than Scrapy's work for it: two
-        # helpers then share the pages (on a machine with cores for them).
-        helpers = 2 if self.wants_lines and (os.cpu_count() or 1) > 1 else 1
-        self._readers = [reader for reader in await asyncio.gather(*(PageReader.start() for _ in range(helpers))) if reader]
         if not self._resume():
             seed = normalize(self.config.seed)
             self.dupefilter.add(seed)
@@ -245,6 +246,8 @@ class SitewalkSpider(Spider):
     async def closed(self, reason: str) -> None:
         if self._parser is not None:
             self._parser.shutdown(wait=False)
+        if self._readers_starting is not None:
+            await self._readers_starting
         readers, self._readers = self._readers, []
         await asyncio.gather(*(reader.close() for reader in readers))
 
@@ -356,7 +359,10 @@ class SitewalkSpider(Spider):
 
     # -- reading HTML: in the helper process, else parsed in a worker thread and read here
     def _start_reading(self, markup: bytes | str, url: str, links: bool, lines: bool) -> _Reading:
-        if self._readers:
+        large = len(markup) >= HELPER_MIN_BYTES
+        if large and self._readers_starting is None:
+            self._readers_starting = asyncio.ensure_future(self._start_readers())
+        if large and self._readers:
             reader = self._readers[self._pages_read % len(self._readers)]
             self._pages_read += 1
             future: asyncio.Future[Any] = reader.read(markup, url, links, lines)
@@ -364,7 +370,14 @@ class SitewalkSpider(Spider):
             if self._parser is None:
                 self._parser = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             future = asyncio.get_running_loop().run_in_executor(self._parser, parse_html, markup)
-        return _Reading(future, markup, url, links, helper=bool(self._readers))
+        return _Reading(future, markup, url, links, helper=large and bool(self._readers))
+
+    async def _start_readers(self) -> None:
+        # grep's visible lines make reading a page cost more than Scrapy's work for it: two
+        # helpers then share the pages (on a machine with cores for them).
+        helpers = 2 if self.wants_lines and (os.cpu_count() or 1) > 1 else 1
+        started = await asyncio.gather(*(PageReader.start() for _ in range(helpers)))
+        self._readers = [reader for reader in started if reader is not None]
 
     async def _finish_reading(self, reading: _Reading) -> tuple[LexborHTMLParser | None, ReadPage]:
         """The page's tree (None when the helper read it: Page.tree parses on demand) and what was read.
