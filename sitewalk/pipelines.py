@@ -150,11 +150,12 @@ class GrepPipeline(_Consumer):
         stats.inc_value("sitewalk/grep/pages")
         search = self.pattern.search
         scraper = self.crawler.engine.scraper
-        for index, line in enumerate(lines):
+        # The matching lines first, in one comprehension: most lines of most pages do not match.
+        hits = [index for index, line in enumerate(lines) if search(line) is not None]
+        for index in hits:
             if self.matches >= self.max_matches:
                 break
-            if search(line) is None:
-                continue
+            line = lines[index]
             match = Match(
                 url=item.final_url,
                 line=index + 1,
