@@ -40,9 +40,9 @@ class Page:
         pages that are not HTML or have no body.
         """
         if self._tree is None and self.is_html and self.body:
-            from sitewalk.links import parse_html
+            from sitewalk.links import UTF8_CHARSETS, parse_html
 
-            utf8 = (self.encoding or "").lower() in ("utf-8", "utf8", "ascii", "us-ascii")
+            utf8 = (self.encoding or "").lower() in UTF8_CHARSETS
             self._tree = parse_html(self.body if utf8 else self.text)
         return self._tree
 

@@ -13,7 +13,10 @@ import ada_url
 from ada_url._ada_wrapper import ffi, lib
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["normalize", "page_links", "page_title", "parse_html"]
+__all__ = ["UTF8_CHARSETS", "normalize", "page_links", "page_title", "parse_html"]
+
+# Charsets whose bytes lexbor parses as they are (it reads UTF-8); pages in others are decoded first.
+UTF8_CHARSETS = frozenset({"utf-8", "utf8", "ascii", "us-ascii"})
 
 _join = ada_url.join_url
 # ada's C API, called directly in the per-link loop: ada_url.join_url wraps each call in a

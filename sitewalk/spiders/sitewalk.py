@@ -20,7 +20,7 @@ from w3lib.url import file_uri_to_path
 from sitewalk import failures
 from sitewalk.config import WalkConfig
 from sitewalk.items import Page, Report
-from sitewalk.links import normalize, page_links, page_title, parse_html
+from sitewalk.links import UTF8_CHARSETS, normalize, page_links, page_title, parse_html
 from sitewalk.pagereader import PageReader, ReadPage
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["SitewalkSpider"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_UTF8 = frozenset({"utf-8", "ascii", "us-ascii"})
 # HTML pages from this size on are read by the helper processes; smaller ones in the walk's
 # process, where they cost about what the round trip to a helper would. A site of small pages
 # then needs no helper at all (nor its memory).
@@ -279,8 +278,7 @@ class SitewalkSpider(Spider):
         encoding: str | None = getattr(response, "encoding", None)
         reading: _Reading | None = None
         if content_type in _HTML_TYPES and response.body:
-            # lexbor reads bytes as UTF-8; other charsets are decoded first.
-            markup = response.body if encoding in _UTF8 else response.text  # type: ignore[attr-defined]
+            markup = response.body if encoding in UTF8_CHARSETS else response.text  # type: ignore[attr-defined]
             successful = 200 <= response.status < 300
             reading = self._start_reading(
                 markup, response.url, links=successful and depth < self.config.max_depth,
