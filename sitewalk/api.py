@@ -27,6 +27,7 @@ def walk(
     seed: str | None = None,
     *,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Report:
@@ -37,10 +38,12 @@ def walk(
     ``settings`` are Scrapy settings (e.g. ``{"SITEWALK_GUARD_ALLOW_NETWORKS": "10.0.0.0/8"}``).
     ``on_page(page)`` is called for every fetched page, in fetch order, on the walk's event loop
     thread; returning ``False`` stops the walk (``stopped == "callback"``) and nothing after that
-    page is requested. Raises :class:`SeedError` when the seed cannot be fetched and
+    page is requested: each page waits for its verdict. ``on_page_stops=False`` says it never
+    returns ``False``: the next pages then download while it runs (a ``False`` still stops the
+    walk, after the pages already downloaded). Raises :class:`SeedError` when the seed cannot be fetched and
     :class:`SitewalkError` for invalid arguments. Can be called any number of times per process.
     """
-    report, _ = _run_blocking(_options(seed, options), on_page, settings, collect=False)
+    report, _ = _run_blocking(_options(seed, options), _callback(on_page, on_page_stops), settings, collect=False)
     return report
 
 
@@ -48,11 +51,12 @@ async def walk_async(
     seed: str | None = None,
     *,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Report:
     """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
-    report, _ = await _run_async(_options(seed, options), on_page, settings, collect=False)
+    report, _ = await _run_async(_options(seed, options), _callback(on_page, on_page_stops), settings, collect=False)
     return report
 
 
@@ -61,6 +65,7 @@ def grep(
     pattern: str | None = None,
     *,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Match], Report]:
@@ -70,7 +75,9 @@ def grep(
     ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``);
     ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
-    report, matches = _run_blocking(_options(seed, {**options, "grep": pattern}), on_page, settings, collect=True)
+    report, matches = _run_blocking(
+        _options(seed, {**options, "grep": pattern}), _callback(on_page, on_page_stops), settings, collect=True
+    )
     return matches, report
 
 
@@ -79,12 +86,13 @@ async def grep_async(
     pattern: str | None = None,
     *,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
     report, matches = await _run_async(
-        _options(seed, {**options, "grep": pattern}), on_page, settings, collect=True
+        _options(seed, {**options, "grep": pattern}), _callback(on_page, on_page_stops), settings, collect=True
     )
     return matches, report
 
@@ -96,13 +104,14 @@ def extract(
     xpath: str | None = None,
     regex: str | None = None,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Extract], Report]:
     """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
     returns one :class:`Extract` per page with values, and the report."""
     values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = _run_blocking(values, on_page, settings, collect=True)
+    report, items = _run_blocking(values, _callback(on_page, on_page_stops), settings, collect=True)
     return items, report
 
 
@@ -113,13 +122,30 @@ async def extract_async(
     xpath: str | None = None,
     regex: str | None = None,
     on_page: Callable[[Page], Any] | None = None,
+    on_page_stops: bool = True,
     settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[list[Extract], Report]:
     """:func:`extract` for asyncio programs."""
     values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = await _run_async(values, on_page, settings, collect=True)
+    report, items = await _run_async(values, _callback(on_page, on_page_stops), settings, collect=True)
     return items, report
+
+
+class _NonStopping:
+    """An ``on_page`` its caller said never stops the walk (``stops`` tells CallbackPipeline)."""
+
+    stops = False
+
+    def __init__(self, on_page: Callable[[Page], Any]) -> None:
+        self.on_page = on_page
+
+    def __call__(self, page: Page) -> Any:
+        return self.on_page(page)
+
+
+def _callback(on_page: Callable[[Page], Any] | None, stops: bool) -> Callable[[Page], Any] | None:
+    return _NonStopping(on_page) if on_page is not None and not stops else on_page
 
 
 def _options(seed: str | None, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -66,8 +66,10 @@ class CallbackPipeline(_Consumer):
         if on_page is None:
             raise NotConfigured
         self.on_page: Callable[[Page], Any] = on_page
-        # Any page may be the one on_page stops at: the next request waits for its verdict.
-        crawler.spider.stop_checks.append(lambda pages, byte_count: True)  # type: ignore[union-attr]
+        # Any page may be the one on_page stops at: the next request waits for its verdict,
+        # unless its caller said it never stops (the API's on_page_stops=False).
+        if getattr(on_page, "stops", True):
+            crawler.spider.stop_checks.append(lambda pages, byte_count: True)  # type: ignore[union-attr]
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):

@@ -56,6 +56,26 @@ def test_async_callback_can_stop_the_walk(make_site):
     assert report.stopped == "callback" and report.unvisited == [site("/b"), site("/a1")]
 
 
+@pytest.mark.parametrize("stops", [True, False])
+def test_a_callback_that_never_stops_lets_pages_download_meanwhile(make_site, stops):
+    pages = [f"/p{n}" for n in range(6)]
+    site = make_site({"/": {"links": pages}, **{path: {} for path in pages}})
+    served: list[int] = []
+
+    async def slow(page: Page) -> bool:
+        await asyncio.sleep(0.3)
+        served.append(len(site.paths()))
+        return True
+
+    report = asyncio.run(walk_async(site("/"), delay=0, on_page=slow, on_page_stops=stops, settings=LOOPBACK))
+    assert report.fetched == 7 and site.paths() == ["/", *pages]
+    ahead = [count - consumed for consumed, count in enumerate(served, start=1)]
+    if stops:
+        assert max(ahead) == 0  # each page waited for the callback's verdict
+    else:
+        assert max(ahead) > 0  # the next pages downloaded while the callback ran
+
+
 def test_bad_argument_raises_before_any_request(make_site):
     site = make_site(SITE)
     with pytest.raises(SitewalkError, match="max_pages must be >= 1, got 0"):

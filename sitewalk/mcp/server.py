@@ -157,6 +157,7 @@ def _web_crawl(options: ServerOptions) -> Any:
             report = await walk_async(
                 url,
                 on_page=progress.on_page,
+                on_page_stops=False,
                 settings=options.settings(),
                 max_depth=max_depth,
                 max_pages=max_pages,
@@ -218,6 +219,7 @@ def _web_grep(options: ServerOptions) -> Any:
                 url,
                 pattern,
                 on_page=progress.on_page,
+                on_page_stops=False,
                 settings=options.settings(),
                 max_matches=max_matches,
                 ignore_case=ignore_case,
