@@ -54,10 +54,10 @@ class SitewalkSpider(Spider):
     downloaded and counted, its failure recorded, or — when a consumer could stop the walk on that
     page (see :attr:`stop_checks`) — once it went through every consumer, so a stop by a budget, a
     consumer or a signal is followed by no further request. Pages are processed strictly in fetch
-    order: the HTML of page *n* is parsed in a worker thread (lexbor releases the GIL) while page
-    *n + 1*, already known from the frontier, downloads; when the frontier is empty the walk waits
-    for the links of the pages still being processed, so the order of requests is exactly
-    breadth-first. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed``
+    order: the HTML of page *n* is read (title, links, grep's lines) by a helper process, or for
+    small pages parsed in a worker thread, while page *n + 1*, already known from the frontier,
+    downloads; when the frontier is empty the walk waits for the links of the pages still being
+    processed, so the order of requests is exactly breadth-first. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed``
     (the seed and its redirect hops, which may leave the seed's origin).
     """
 
