@@ -26,12 +26,15 @@ import struct
 import sys
 from collections import deque
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from sitewalk.links import page_links, page_title, parse_html
 from sitewalk.text import visible_lines
 
-__all__ = ["PageReader", "ReadPage", "read_page", "serve"]
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser
+
+__all__ = ["PageReader", "ReadPage", "read_page", "read_tree", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +56,14 @@ class ReadPage(NamedTuple):
 
 def read_page(markup: bytes | str, url: str, flags: int) -> ReadPage:
     """Title, links (if ``flags & LINKS``) and visible lines (if ``flags & LINES``) of a page."""
-    tree = parse_html(markup)
-    title = page_title(tree)
+    return read_tree(parse_html(markup), url, links=bool(flags & LINKS), lines=bool(flags & LINES))
+
+
+def read_tree(tree: LexborHTMLParser, url: str, links: bool, lines: bool) -> ReadPage:
+    """:func:`read_page` of a parsed page (``lines`` changes the tree)."""
     # Links first: visible_lines changes the tree.
-    links = page_links(tree, url) if flags & LINKS else []
-    lines = visible_lines(tree) if flags & LINES else None
-    return ReadPage(title, links, lines)
+    page_urls = page_links(tree, url) if links else []
+    return ReadPage(page_title(tree), page_urls, visible_lines(tree) if lines else None)
 
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:

@@ -20,8 +20,8 @@ from w3lib.url import file_uri_to_path
 from sitewalk import failures
 from sitewalk.config import WalkConfig
 from sitewalk.items import Page, Report
-from sitewalk.links import UTF8_CHARSETS, normalize, page_links, page_title, parse_html
-from sitewalk.pagereader import PageReader, ReadPage
+from sitewalk.links import UTF8_CHARSETS, normalize, parse_html
+from sitewalk.pagereader import PageReader, ReadPage, read_tree
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -390,7 +390,7 @@ class SitewalkSpider(Spider):
                 tree = parse_html(reading.markup)
         else:
             tree = await reading.future
-        return tree, ReadPage(page_title(tree), page_links(tree, reading.url) if reading.links else [], None)
+        return tree, read_tree(tree, reading.url, links=reading.links, lines=False)
 
     def _reader_failed(self, exc: BaseException) -> None:
         if isinstance(exc, BrokenPipeError) and self._readers:
