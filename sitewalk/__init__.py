@@ -13,9 +13,27 @@ if TYPE_CHECKING:
     from sitewalk.exceptions import SeedError, SitewalkError
     from sitewalk.items import Extract, IndexEntry, Match, Page, Report
 
-# The public names, imported on first use: `import sitewalk.text` (the grep helper process does)
-# must not cost Scrapy's import time.
-_EXPORTS = {
+__all__ = [
+    "Extract",
+    "IndexEntry",
+    "Match",
+    "Page",
+    "Report",
+    "SeedError",
+    "SitewalkError",
+    "WalkConfig",
+    "__version__",
+    "extract",
+    "extract_async",
+    "grep",
+    "grep_async",
+    "walk",
+    "walk_async",
+]
+
+# The public names are imported on first use: the page-reading helper process imports
+# sitewalk.pagereader, which must not cost Scrapy's import time.
+_MODULES = {
     "Extract": "sitewalk.items",
     "IndexEntry": "sitewalk.items",
     "Match": "sitewalk.items",
@@ -32,11 +50,9 @@ _EXPORTS = {
     "walk_async": "sitewalk.api",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
-
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module 'sitewalk' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -45,4 +61,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *__all__})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.settings import Settings
@@ -15,6 +16,9 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_instal
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.items import Extract, Match, Page, Report
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 __all__ = ["extract", "extract_async", "grep", "grep_async", "walk", "walk_async"]
 
@@ -40,10 +44,12 @@ def walk(
     thread; returning ``False`` stops the walk (``stopped == "callback"``) and nothing after that
     page is requested: each page waits for its verdict. ``on_page_stops=False`` says it never
     returns ``False``: the next pages then download while it runs (a ``False`` still stops the
-    walk, after the pages already downloaded). Raises :class:`SeedError` when the seed cannot be fetched and
-    :class:`SitewalkError` for invalid arguments. Can be called any number of times per process.
+    walk, after the pages already downloaded). An exception raised by ``on_page`` ends the walk
+    (nothing more is requested, the report is written) and is raised here as it is. Raises
+    :class:`SeedError` when the seed cannot be fetched and :class:`SitewalkError` for invalid
+    arguments. Can be called any number of times per process.
     """
-    report, _ = _run_blocking(_options(seed, options), _callback(on_page, on_page_stops), settings, collect=False)
+    report, _ = _run_blocking(_Walk(_options(seed, options), on_page, on_page_stops, settings, None))
     return report
 
 
@@ -56,7 +62,7 @@ async def walk_async(
     **options: Any,
 ) -> Report:
     """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
-    report, _ = await _run_async(_options(seed, options), _callback(on_page, on_page_stops), settings, collect=False)
+    report, _ = await _run_async(_Walk(_options(seed, options), on_page, on_page_stops, settings, None))
     return report
 
 
@@ -75,9 +81,8 @@ def grep(
     ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``);
     ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
-    report, matches = _run_blocking(
-        _options(seed, {**options, "grep": pattern}), _callback(on_page, on_page_stops), settings, collect=True
-    )
+    values = _options(seed, {**options, "grep": pattern})
+    report, matches = _run_blocking(_Walk(values, on_page, on_page_stops, settings, Match))
     return matches, report
 
 
@@ -91,9 +96,8 @@ async def grep_async(
     **options: Any,
 ) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
-    report, matches = await _run_async(
-        _options(seed, {**options, "grep": pattern}), _callback(on_page, on_page_stops), settings, collect=True
-    )
+    values = _options(seed, {**options, "grep": pattern})
+    report, matches = await _run_async(_Walk(values, on_page, on_page_stops, settings, Match))
     return matches, report
 
 
@@ -111,7 +115,7 @@ def extract(
     """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
     returns one :class:`Extract` per page with values, and the report."""
     values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = _run_blocking(values, _callback(on_page, on_page_stops), settings, collect=True)
+    report, items = _run_blocking(_Walk(values, on_page, on_page_stops, settings, Extract))
     return items, report
 
 
@@ -128,24 +132,19 @@ async def extract_async(
 ) -> tuple[list[Extract], Report]:
     """:func:`extract` for asyncio programs."""
     values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = await _run_async(values, _callback(on_page, on_page_stops), settings, collect=True)
+    report, items = await _run_async(_Walk(values, on_page, on_page_stops, settings, Extract))
     return items, report
 
 
-class _NonStopping:
-    """An ``on_page`` its caller said never stops the walk (``stops`` tells CallbackPipeline)."""
+@dataclass(frozen=True)
+class _Walk:
+    """One call's walk: its arguments, its callback, its Scrapy settings and the items it returns."""
 
-    stops = False
-
-    def __init__(self, on_page: Callable[[Page], Any]) -> None:
-        self.on_page = on_page
-
-    def __call__(self, page: Page) -> Any:
-        return self.on_page(page)
-
-
-def _callback(on_page: Callable[[Page], Any] | None, stops: bool) -> Callable[[Page], Any] | None:
-    return _NonStopping(on_page) if on_page is not None and not stops else on_page
+    options: dict[str, Any]
+    on_page: Callable[[Page], Any] | None
+    on_page_stops: bool
+    settings: Mapping[str, Any] | None
+    collect: type | None
 
 
 def _options(seed: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,42 +163,51 @@ def _settings(overrides: Mapping[str, Any] | None) -> Settings:
     return settings
 
 
-async def _crawl(
-    options: dict[str, Any],
-    on_page: Callable[[Page], Any] | None,
-    overrides: Mapping[str, Any] | None,
-    collect: bool,
-) -> tuple[Report, list[Any]]:
+async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     from scrapy.crawler import AsyncCrawlerRunner
 
+    from sitewalk.extensions import WalkReport
     from sitewalk.spiders.sitewalk import SitewalkSpider
 
-    settings = _settings(overrides)
+    settings = _settings(call.settings)
     _install_resolver(settings)
     runner = AsyncCrawlerRunner(settings)
     crawler = runner.create_crawler(SitewalkSpider)
     items: list[Any] = []
+    collect = call.collect
 
     def item_scraped(item: Any) -> None:
-        items.append(item)
+        if collect is not None and isinstance(item, collect):
+            items.append(item)
 
-    if collect:
-        crawler.signals.connect(item_scraped, signal=signals.item_scraped)
-    crawl = runner.crawl(crawler, on_page=on_page, **options)
+    crawler.signals.connect(item_scraped, signal=signals.item_scraped)
+    crawl = runner.crawl(crawler, on_page=call.on_page, on_page_stops=call.on_page_stops, **call.options)
     try:
         await asyncio.shield(crawl)
     except asyncio.CancelledError:
         # The caller gave up: stop gracefully ("interrupted"); cancelling Scrapy mid-step would
         # leave the crawl's engine open for good in a long-lived process.
-        stopping = asyncio.ensure_future(crawler.stop_async())
+        stopping = asyncio.ensure_future(_interrupt(crawler, crawl))
         _STOPPING.add(stopping)
         stopping.add_done_callback(_STOPPING.discard)
         raise
-    spider: SitewalkSpider = crawler.spider  # type: ignore[assignment]
-    if spider.seed_error is not None:
-        raise SeedError(spider.seed_error)
-    assert spider.report is not None
-    return spider.report, items
+    walk = crawler.spider.walk  # type: ignore[union-attr]
+    if walk.error is not None:
+        raise walk.error
+    if walk.results.seed_error is not None:
+        raise SeedError(walk.results.seed_error)
+    reporter = crawler.get_extension(WalkReport)
+    assert reporter is not None and reporter.report is not None
+    return reporter.report, items
+
+
+async def _interrupt(crawler: Crawler, crawl: asyncio.Future[None]) -> None:
+    walk = getattr(crawler.spider, "walk", None)
+    if walk is None:
+        await crawler.stop_async()
+    else:
+        walk.stop("interrupted", left_unfetched=True)
+    await crawl
 
 
 def _install_resolver(settings: Settings) -> None:
@@ -255,9 +263,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-def _run_blocking(
-    options: dict[str, Any], on_page: Callable[[Page], Any] | None, settings: Mapping[str, Any] | None, collect: bool
-) -> tuple[Report, list[Any]]:
+def _run_blocking(call: _Walk) -> tuple[Report, list[Any]]:
     loop = _reactor_loop() or _background_loop()
     try:
         running = asyncio.get_running_loop()
@@ -270,13 +276,11 @@ def _run_blocking(
             "the event loop sitewalk's reactor was installed on has stopped; run walks from one loop, "
             "or use walk() only"
         )
-    future = asyncio.run_coroutine_threadsafe(_crawl(options, on_page, settings, collect), loop)
+    future = asyncio.run_coroutine_threadsafe(_crawl(call), loop)
     return future.result()
 
 
-async def _run_async(
-    options: dict[str, Any], on_page: Callable[[Page], Any] | None, settings: Mapping[str, Any] | None, collect: bool
-) -> tuple[Report, list[Any]]:
+async def _run_async(call: _Walk) -> tuple[Report, list[Any]]:
     running = asyncio.get_running_loop()
     with _REACTOR_LOCK:
         loop = _reactor_loop()
@@ -296,9 +300,9 @@ async def _run_async(
             )
             loop = running
     if loop is running:
-        return await _crawl(options, on_page, settings, collect)
+        return await _crawl(call)
     if not loop.is_running():
         raise SitewalkError("the event loop sitewalk's reactor was installed on has stopped")
     return await asyncio.wrap_future(
-        asyncio.run_coroutine_threadsafe(_crawl(options, on_page, settings, collect), loop)
+        asyncio.run_coroutine_threadsafe(_crawl(call), loop)
     )

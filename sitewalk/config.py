@@ -16,7 +16,7 @@ from parsel import Selector
 
 from sitewalk.exceptions import SitewalkError
 
-__all__ = ["WalkConfig"]
+__all__ = ["Argument", "WalkConfig", "argument", "parse_bool"]
 
 # Arguments scrapyd adds to every job; they are not walk settings.
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
@@ -28,6 +28,41 @@ _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
 
 
 @dataclass(frozen=True)
+class Argument:
+    """What a walk argument means and the bounds its value must keep (``above``: exclusive)."""
+
+    help: str
+    minimum: float | None = None
+    above: float | None = None
+
+    def check(self, name: str, value: Any) -> None:
+        if self.minimum is not None and value < self.minimum:
+            raise SitewalkError(f"{name} must be >= {self.minimum:g}, got {value:g}")
+        if self.above is not None and value <= self.above:
+            raise SitewalkError(f"{name} must be > {self.above:g} seconds, got {value:g}")
+
+
+def _arg(help: str, *, minimum: float | None = None, above: float | None = None) -> dict[str, Argument]:  # noqa: A002
+    return {"argument": Argument(help, minimum, above)}
+
+
+def argument(name: str) -> Argument:
+    """The help and bounds of the walk argument ``name`` (a field of :class:`WalkConfig`)."""
+    spec: Argument = _FIELDS[name].metadata["argument"]
+    return spec
+
+
+def parse_bool(text: str) -> bool | None:
+    """``True``/``False`` for the words a command line or environment uses for them, else None."""
+    word = text.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
 class WalkConfig:
     """Everything a walk needs to know; the defaults here are the only defaults.
 
@@ -36,22 +71,37 @@ class WalkConfig:
     :class:`SitewalkError` naming the key.
     """
 
-    seed: str
-    max_depth: int = 1
-    max_pages: int = 20
-    delay: float = 0.25
-    deadline: float = 60.0
-    max_bytes: int = 20_000_000
-    report: str | None = None
-    grep: str | None = None
-    max_matches: int = 50
-    ignore_case: bool = False
-    fixed_strings: bool = False
-    context: int = 2
-    css: str | None = None
-    xpath: str | None = None
-    regex: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    seed: str = field(metadata=_arg("the http(s) URL to start from; the walk stays on the origin of its final URL"))
+    max_depth: int = field(default=1, metadata=_arg("link hops from the seed; 0 = the seed only", minimum=0))
+    max_pages: int = field(
+        default=20, metadata=_arg("pages to fetch (any HTTP status), the seed included", minimum=1)
+    )
+    delay: float = field(
+        default=0.25,
+        metadata=_arg("seconds between the starts of two requests (robots.txt Crawl-delay can lengthen it)", minimum=0),
+    )
+    deadline: float = field(
+        default=60.0, metadata=_arg("seconds for the whole walk; a page still arriving then is cut off", above=0)
+    )
+    max_bytes: int = field(
+        default=20_000_000, metadata=_arg("body bytes (after decompression) for the whole walk", minimum=1)
+    )
+    report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
+    grep: str | None = field(
+        default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")
+    )
+    max_matches: int = field(
+        default=50, metadata=_arg("matching lines for the whole walk; the walk stops once they are found", minimum=1)
+    )
+    ignore_case: bool = field(default=False, metadata=_arg("grep regardless of letter case"))
+    fixed_strings: bool = field(default=False, metadata=_arg("grep for the pattern as plain text, not a regex"))
+    context: int = field(default=2, metadata=_arg("lines of context before and after each match", minimum=0))
+    css: str | None = field(default=None, metadata=_arg("CSS selector whose values are extracted from each page"))
+    xpath: str | None = field(default=None, metadata=_arg("XPath expression whose values are extracted from each page"))
+    regex: str | None = field(default=None, metadata=_arg("regular expression filtering the css/xpath values"))
+    headers: dict[str, str] = field(
+        default_factory=dict, metadata=_arg("request headers, 'Name: value; Other: value'")
+    )
 
     @property
     def consumer(self) -> str:
@@ -108,14 +158,9 @@ class WalkConfig:
             raise SitewalkError(
                 f"seed {self.seed!r} is not an http(s) URL (give e.g. -a seed=https://docs.example.com/)"
             )
-        _at_least("max_depth", self.max_depth, 0)
-        _at_least("max_pages", self.max_pages, 1)
-        _at_least("delay", self.delay, 0)
-        _at_least("max_bytes", self.max_bytes, 1)
-        _at_least("max_matches", self.max_matches, 1)
-        _at_least("context", self.context, 0)
-        if self.deadline <= 0:
-            raise SitewalkError(f"deadline must be > 0 seconds, got {self.deadline:g}")
+        for spec in dataclasses.fields(self):
+            bounds: Argument = spec.metadata["argument"]
+            bounds.check(spec.name, getattr(self, spec.name))
         if self.grep is not None and (self.css is not None or self.xpath is not None):
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:
@@ -136,11 +181,6 @@ class WalkConfig:
                         f"{name} {pattern!r} is not a valid regular expression: {exc}"
                         + (" (use -a fixed_strings=true to search for it literally)" if name == "grep" else "")
                     ) from None
-
-
-def _at_least(name: str, value: float, minimum: float) -> None:
-    if value < minimum:
-        raise SitewalkError(f"{name} must be >= {minimum}, got {value:g}")
 
 
 def _check_query(name: str, query: str) -> None:
@@ -167,8 +207,8 @@ def _convert(name: str, declared: Any, value: Any) -> Any:
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
-            return value.lower() in _TRUE
+        if isinstance(value, str) and (word := parse_bool(value)) is not None:
+            return word
         raise SitewalkError(f"{name} must be true or false, got {value!r}")
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -227,3 +267,6 @@ def _load_toml(path: str) -> dict[str, Any]:
 
 def _name(config: Any) -> str:
     return "mapping" if isinstance(config, Mapping) else repr(str(config))
+
+
+_FIELDS = {spec.name: spec for spec in dataclasses.fields(WalkConfig)}

@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-import ada_url
-
-from protego import Protego
 from scrapy import signals
-from scrapy.exceptions import CannotResolveHostError
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.http import Request, Response
+from scrapy.exceptions import CannotResolveHostError, NotConfigured
+from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
 from scrapy.robotstxt import ProtegoRobotParser
-from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
 from twisted.python.failure import Failure
 
 from sitewalk import guard
-from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, describe
+from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.state import Walk
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.robotstxt import RobotParser
 
     # typing.Self requires Python 3.11
     from typing_extensions import Self
 
-    from sitewalk.extensions import WalkBudget
-
 logger = logging.getLogger(__name__)
 
-__all__ = ["AddressGuardMiddleware", "BudgetMiddleware", "SameOriginMiddleware", "WalkRobotsTxtMiddleware"]
+__all__ = [
+    "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RobotsTxtMiddleware", "SameOriginMiddleware",
+]
+
+# Meta key of the robots.txt requests this module makes: they are not pages of the walk.
+ROBOTS_META = "sitewalk_robots"
+
 
 class AddressGuardMiddleware:
     """The address guard's reasons, for every request, robots.txt and redirect hops included.
@@ -81,133 +80,101 @@ class SameOriginMiddleware:
 
     The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to another
     host walks that host. Any later request off that origin, which can only be a redirect since the
-    spider queues same-origin links only, is refused with the reason
+    frontier admits same-origin links only, is refused with the reason
     ``redirected off-origin to <url>``.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._origin_text: str | None = None
+        self._frontier = Walk.of(crawler).frontier
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    @property
-    def origin(self) -> str | None:
-        """``scheme://host[:port]`` as a browser serialises it (default port omitted); None until
-        the seed arrived."""
-        return self._origin_text
-
-    @property
-    def prefix(self) -> str:
-        """What every same-origin URL in normalised (WHATWG) form starts with: ``origin + "/"``."""
-        return f"{self._origin_text}/"
-
-    def set_origin(self, url: str) -> None:
-        self._origin_text = ada_url.URL(url).origin
-
     def process_request(self, request: Request) -> None:
-        if request.meta.get("sitewalk_seed") or request.meta.get("dont_obey_robotstxt"):
+        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META):
             return
-        if self._origin_text is not None and ada_url.URL(request.url).origin == self._origin_text:
+        if self._frontier.same_origin(request.url):
             return
         self.crawler.stats.inc_value("sitewalk/origin/refused")
         raise OffOrigin(f"redirected off-origin to {request.url}")
 
 
-class WalkRobotsTxtMiddleware(RobotsTxtMiddleware):
-    """Scrapy's robots.txt middleware with the RFC 9309 rules for an unreadable robots.txt.
+class RobotsTxtMiddleware:
+    """Obeys each host's robots.txt (``ROBOTSTXT_OBEY``), with the RFC 9309 rules.
 
-    A robots.txt answered with 4xx allows everything; one answered with 5xx, or that cannot be
-    fetched at all (connection error, timeout), disallows everything for the walk (RFC 9309 §2.3.1.4:
-    the crawler MUST assume complete disallow). Refusals raise :class:`RobotsDisallowed`, which the
-    spider lists in ``robots_skipped``. The ``Crawl-delay`` for our user agent is passed to the
-    budget, which never lets it shorten the walk's own delay. No traceback is logged for a failed
-    robots.txt download: it is an expected outcome.
+    The file is fetched once per host, before the first page request to it, and parsed with
+    Scrapy's :class:`~scrapy.robotstxt.ProtegoRobotParser` for ``ROBOTSTXT_USER_AGENT``
+    (default ``sitewalk``); the ``robots_parsed`` signal tells who needs it (the walk's pace takes
+    its Crawl-delay). A robots.txt answered with 4xx allows everything; one answered with 5xx, or
+    that cannot be fetched at all (connection error, timeout), disallows everything (RFC 9309
+    §2.3.1.4: the crawler MUST assume complete disallow). A refused page raises
+    :class:`RobotsDisallowed`, a page of a host whose robots.txt could not be read
+    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``.
+
+    Stats: ``robotstxt/request_count``, ``robotstxt/response_status_count/<status>``,
+    ``robotstxt/forbidden``, ``sitewalk/robots/unreachable``.
     """
 
-    def __init__(self, crawler: Crawler):
-        super().__init__(crawler)
-        self._robots_ua: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
-        self._unreachable: dict[str, str] = {}
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        self.crawler = crawler
+        self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
+        # Per host (netloc): its parser, the reason its robots.txt could not be read, or the
+        # fetch still under way.
+        self._hosts: dict[str, ProtegoRobotParser | str | asyncio.Future[ProtegoRobotParser | str]] = {}
 
-    def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
-        if rp is None:
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get(ROBOTS_META):
             return
-        if not rp.allowed(request.url, self._robots_ua):
-            self._stats.inc_value("robotstxt/forbidden")
-            unreachable = self._unreachable.get(urlparse_cached(request).netloc)
-            if unreachable is not None:
-                raise RobotsDisallowed(f"robots.txt could not be fetched ({unreachable})", unreachable=True)
+        rules = await self._rules(request)
+        if isinstance(rules, str):
+            self.crawler.stats.inc_value("robotstxt/forbidden")
+            raise RobotsUnreachable(f"robots.txt could not be fetched ({rules})")
+        if not rules.allowed(request.url, self._user_agent):
+            self.crawler.stats.inc_value("robotstxt/forbidden")
             raise RobotsDisallowed(f"disallowed by robots.txt: {request.url}")
 
-    async def robot_parser(self, request: Request) -> RobotParser | None:
+    async def _rules(self, request: Request) -> ProtegoRobotParser | str:
         url = urlparse_cached(request)
         netloc = url.netloc
-        if netloc not in self._parsers:
-            waiting: Deferred[RobotParser | None] = Deferred()
-            self._parsers[netloc] = waiting
-            robots_request = Request(
-                f"{url.scheme}://{netloc}/robots.txt",
-                priority=self.DOWNLOAD_PRIORITY,
-                meta={"dont_obey_robotstxt": True, "sitewalk_robots": True},
-                callback=NO_CALLBACK,
-            )
-            parser: RobotParser
-            try:
-                response = await self.crawler.engine.download_async(robots_request)
-            except Exception as exc:
-                reason = describe(Failure(exc), robots_request)
-                logger.warning(
-                    "robots.txt of %s could not be fetched (%s): treating every page as disallowed (RFC 9309)",
-                    netloc, reason,
-                )
-                self._stats.inc_value("sitewalk/robots/unreachable")
-                self._unreachable[netloc] = reason
-                parser = _disallow_all(self.crawler)
-            else:
-                parser = self._parser_for(response, netloc)
-            self._stats.inc_value("robotstxt/request_count")
-            self._parsers[netloc] = parser
-            waiting.callback(parser)
-        parser_or_wait = self._parsers[netloc]
-        if isinstance(parser_or_wait, Deferred):
-            return await maybe_deferred_to_future(parser_or_wait)
-        return parser_or_wait
+        known = self._hosts.get(netloc)
+        if known is None:
+            known = self._hosts[netloc] = asyncio.ensure_future(self._fetch(f"{url.scheme}://{netloc}/robots.txt"))
+        if isinstance(known, asyncio.Future):
+            rules = await asyncio.shield(known)
+            self._hosts[netloc] = rules
+            return rules
+        return known
 
-    def _parser_for(self, response: Response, netloc: str) -> RobotParser:
-        self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
+    async def _fetch(self, url: str) -> ProtegoRobotParser | str:
+        request = Request(url, meta={ROBOTS_META: True}, callback=NO_CALLBACK)
+        stats = self.crawler.stats
+        stats.inc_value("robotstxt/request_count")
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # noqa: BLE001 - any failure to fetch it is RFC 9309's "unreachable"
+            return self._unreachable(url, describe(Failure(exc), request))
+        stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         if response.status >= 500:
-            logger.warning(
-                "robots.txt of %s answered %d: treating every page as disallowed (RFC 9309)",
-                netloc, response.status,
-            )
-            self._stats.inc_value("sitewalk/robots/unreachable")
-            self._unreachable[netloc] = f"it answered {response.status}"
-            return _disallow_all(self.crawler)
+            return self._unreachable(url, f"it answered {response.status}")
         body = response.body if 200 <= response.status < 300 else b""
         parser = ProtegoRobotParser.from_crawler(self.crawler, body)
-        self.crawler.signals.send_catch_log(
-            signal=signals.robots_parsed, robotparser=parser, request=response.request
+        await self.crawler.signals.send_catch_log_async(
+            signal=signals.robots_parsed, robotparser=parser, request=request
         )
-        delay = parser.rp.crawl_delay(self._robots_ua)
-        if delay:
-            self._budget().slow_down(float(delay))
         return parser
 
-    def _budget(self) -> WalkBudget:
-        from sitewalk.extensions import WalkBudget
-
-        budget = self.crawler.get_extension(WalkBudget)
-        assert budget is not None
-        return budget
-
-
-def _disallow_all(crawler: Crawler) -> RobotParser:
-    parser = ProtegoRobotParser.from_crawler(crawler, b"")
-    parser.rp = Protego.parse("User-agent: *\nDisallow: /\n")
-    return parser
+    def _unreachable(self, url: str, reason: str) -> str:
+        logger.warning("%s could not be fetched (%s): treating every page as disallowed (RFC 9309)", url, reason)
+        self.crawler.stats.inc_value("sitewalk/robots/unreachable")
+        return reason
 
 
 class BudgetMiddleware:
@@ -215,13 +182,15 @@ class BudgetMiddleware:
 
     Sets meta ``download_timeout`` to the seconds left before the deadline and ``download_maxsize``
     to the body bytes left under max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE),
-    and tells the budget when a page request starts, for the delay between requests. Meta
+    and tells the walk's gate when a page request starts, for the pace between requests. Meta
     ``sitewalk_budget_maxsize`` says the size limit is the budget's, so a page cut off by it stops
     the walk with "max-bytes". robots.txt requests get the time limit too but are not pages.
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+        walk = Walk.of(crawler)
+        self._budget = walk.budget
+        self._gate = walk.gate
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
 
@@ -230,15 +199,11 @@ class BudgetMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
-        from sitewalk.extensions import WalkBudget
-
-        budget = self.crawler.get_extension(WalkBudget)
-        assert budget is not None
-        seconds = max(budget.seconds_left(), 0.001)
+        seconds = max(self._budget.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
-        if not request.meta.get("sitewalk_robots"):
-            left = max(budget.bytes_left(), 1)
+        if not request.meta.get(ROBOTS_META):
+            left = max(self._budget.bytes_left(), 1)
             budget_bound = not self._maxsize or left <= self._maxsize
             request.meta["download_maxsize"] = left if budget_bound else self._maxsize
             request.meta["sitewalk_budget_maxsize"] = budget_bound
-            budget.request_started()
+            self._gate.request_started()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from sitewalk._startup import import_http11_handler
+
+import_http11_handler()
+
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -22,4 +26,5 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
+        # Scrapy's handler has no setting for it: its private pool is the only place to say so.
         self._pool.retryAutomatically = False

@@ -13,23 +13,28 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
+# Scrapy raises IgnoreRequest from this private exception when a body grows past the download
+# size limit while it is decompressed; no public exception tells that case apart.
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import error as twisted_errors
+from twisted.internet.defer import CancelledError
 from twisted.web._newclient import ResponseNeverReceived
 
 if TYPE_CHECKING:
     from scrapy import Request
     from twisted.python.failure import Failure
 
-__all__ = ["OffOrigin", "Refused", "RobotsDisallowed", "describe", "is_robots_refusal"]
+    from sitewalk.state import Budget
+
+__all__ = ["OffOrigin", "Refused", "RobotsDisallowed", "RobotsUnreachable", "cut_off", "describe"]
 
 
 class RobotsDisallowed(IgnoreRequest):
-    """robots.txt does not allow the page, or could not be read (``unreachable``), which RFC 9309
-    treats as disallowing everything."""
+    """robots.txt does not allow the page."""
 
-    def __init__(self, message: str, *, unreachable: bool = False) -> None:
-        super().__init__(message)
-        self.unreachable = unreachable
+
+class RobotsUnreachable(IgnoreRequest):
+    """The host's robots.txt could not be read, which RFC 9309 treats as disallowing everything."""
 
 
 class OffOrigin(IgnoreRequest):
@@ -40,8 +45,18 @@ class Refused(IgnoreRequest):
     """The address guard refused the address the request would connect to."""
 
 
-def is_robots_refusal(failure: Failure) -> bool:
-    return failure.check(RobotsDisallowed) is not None
+def cut_off(failure: Failure, request: Request, budget: Budget) -> tuple[str, str] | None:
+    """If the walk's budget cut this download short: the stop reason and the page's failure."""
+    if failure.check(DownloadTimeoutError, twisted_errors.TimeoutError) and budget.seconds_left() <= 0.05:
+        return "deadline", f"cut off at the deadline (deadline={budget.deadline:g}s)"
+    exc = failure.value
+    if request.meta.get("sitewalk_budget_maxsize") and (
+        failure.check(DownloadCancelledError, CancelledError)
+        or (isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, _DecompressionMaxSizeExceeded))
+    ):
+        left = budget.bytes_left()
+        return "max-bytes", f"cut off at max_bytes (max_bytes={budget.max_bytes}, {left} left for this page)"
+    return None
 
 
 def describe(failure: Failure, request: Request) -> str:

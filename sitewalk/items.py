@@ -6,12 +6,17 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from scrapy.http import Response
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report"]
+__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report", "is_html", "media_type"]
 
 
-@dataclass
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+# Compared by identity, and never printed with its headers and body (Scrapy logs items at DEBUG).
+@dataclass(eq=False)
 class Page:
     """One fetched page, as every consumer sees it (not exported as such: it carries the body)."""
 
@@ -23,8 +28,8 @@ class Page:
     content_type: str | None
     title: str | None
     found_on: str | None
-    headers: dict[str, str]
-    body: bytes
+    headers: dict[str, str] = field(repr=False)
+    body: bytes = field(repr=False)
     encoding: str | None = None
     # The visible lines of a 2xx HTML page (sitewalk.text.visible_lines), when a consumer asked
     # the walk to read them with the page (grep); None otherwise.
@@ -48,7 +53,7 @@ class Page:
 
     @property
     def is_html(self) -> bool:
-        return self.content_type in ("text/html", "application/xhtml+xml")
+        return self.content_type in _HTML_TYPES
 
     @property
     def text(self) -> str:
@@ -57,6 +62,18 @@ class Page:
 
         _, text = html_to_unicode(self.headers.get("Content-Type"), self.body)
         return text
+
+
+def media_type(response: Response) -> str | None:
+    """The response's Content-Type without its parameters, lower case; None when there is none."""
+    value = response.headers.get(b"Content-Type")
+    if not value:
+        return None
+    return value.decode("latin-1").split(";", 1)[0].strip().lower() or None
+
+
+def is_html(media: str | None) -> bool:
+    return media in _HTML_TYPES
 
 
 @dataclass

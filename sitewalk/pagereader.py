@@ -25,6 +25,7 @@ import signal
 import struct
 import sys
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
@@ -34,7 +35,7 @@ from sitewalk.text import visible_lines
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["PageReader", "ReadPage", "read_page", "read_tree", "serve"]
+__all__ = ["HELPER_MIN_BYTES", "PageReader", "ReadPage", "Reader", "read_page", "read_tree", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ _REQUEST = struct.Struct(">BII")
 _ANSWER = struct.Struct(">cIII")
 _ERROR = struct.Struct(">cI")
 _NO_TITLE = 0xFFFFFFFF
+# HTML pages from this size on are read by the helper processes; smaller ones in the walk's
+# process, where they cost about what the round trip to a helper would. A site of small pages
+# then needs no helper at all (nor its memory).
+HELPER_MIN_BYTES = 16 * 1024
 
 
 class ReadPage(NamedTuple):
@@ -179,3 +184,70 @@ class PageReader:
             self._process.kill()
             await self._process.wait()
         await asyncio.gather(self._answers, return_exceptions=True)
+
+
+class Reader:
+    """Reads the walk's HTML pages: title, links and, for grep, the visible lines.
+
+    Pages from :data:`HELPER_MIN_BYTES` on go to helper processes, started with the first such
+    page (two when visible lines are read, on a machine with the cores: they cost more than
+    Scrapy's own work for a page) and used in turn; smaller pages are parsed in a thread and read
+    in the walk's process. If no helper starts, or one stops, every page is read in the walk's
+    process from then on: the same results, only later.
+    """
+
+    def __init__(self, lines: bool) -> None:
+        self._lines = lines
+        self._helpers: list[PageReader] = []
+        self._starting: asyncio.Future[None] | None = None
+        self._sent = 0
+        self._thread: ThreadPoolExecutor | None = None
+        # Helpers being closed after one of them stopped (asyncio holds tasks only weakly).
+        self._closing: set[asyncio.Future[None]] = set()
+
+    async def read(
+        self, markup: bytes | str, url: str, *, links: bool, lines: bool
+    ) -> tuple[ReadPage, LexborHTMLParser | None]:
+        """What the page says, and its tree when it was parsed here (None when a helper read it:
+        ``Page.tree`` parses on first use). Reading lines changes the tree."""
+        large = len(markup) >= HELPER_MIN_BYTES
+        if large and self._starting is None:
+            self._starting = asyncio.ensure_future(self._start_helpers())
+        if large and self._helpers:
+            helper = self._helpers[self._sent % len(self._helpers)]
+            self._sent += 1
+            try:
+                return await helper.read(markup, url, links, lines), None
+            except (BrokenPipeError, RuntimeError) as exc:
+                self._helper_failed(exc)
+                tree = parse_html(markup)
+        else:
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
+            tree = await asyncio.get_running_loop().run_in_executor(self._thread, parse_html, markup)
+        return read_tree(tree, url, links=links, lines=lines), tree
+
+    async def _start_helpers(self) -> None:
+        count = 2 if self._lines and (os.cpu_count() or 1) > 1 else 1
+        started = await asyncio.gather(*(PageReader.start() for _ in range(count)))
+        self._helpers = [helper for helper in started if helper is not None]
+
+    def _helper_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, BrokenPipeError) and self._helpers:
+            logger.warning("%s: reading pages in the walk's process from now on", exc)
+            helpers, self._helpers = self._helpers, []
+            for helper in helpers:
+                closing = asyncio.ensure_future(helper.close())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+        else:
+            logger.debug("reading the page here: %s", exc)
+
+    async def close(self) -> None:
+        """Stop the thread and the helpers (each finishes the pages it was sent)."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=False)
+        if self._starting is not None:
+            await self._starting
+        helpers, self._helpers = self._helpers, []
+        await asyncio.gather(*(helper.close() for helper in helpers), *self._closing)

@@ -1,35 +1,35 @@
-"""Scrapy settings of the sitewalk project: one strict, polite, breadth-first walk."""
+"""Scrapy settings of the sitewalk project: one strict, polite, breadth-first walk.
+
+The walk's own components are wired by its add-on (:mod:`sitewalk.addon`); these are the
+settings it runs with. Each sitewalk setting is documented here once, with its default.
+"""
 
 from __future__ import annotations
 
-from scrapy.settings import default_settings as _scrapy_defaults
-
 from sitewalk import __version__
-from sitewalk._startup import import_http11_handler
-
-# Imported here, early, because Scrapy's TLS modules inspect the whole call stack at import.
-import_http11_handler()
 
 BOT_NAME = "sitewalk"
 SPIDER_MODULES = ["sitewalk.spiders"]
 NEWSPIDER_MODULE = "sitewalk.spiders"
 # `scrapy crawl` that reports bad arguments and an unfetchable seed in one line.
 COMMANDS_MODULE = "sitewalk.commands"
+ADDONS = {"sitewalk.addon.Addon": 0}
+LOG_LEVEL = "INFO"
 
 USER_AGENT = f"sitewalk/{__version__} (+https://pypi.org/project/sitewalk/)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "sitewalk"
 
-# One request at a time; the spider's frontier releases the next one only when the previous
-# page has been consumed. Breadth-first settings for anything that does use the scheduler.
+# One request at a time: the walk's gate releases the next one itself. FIFO queues keep what
+# does go through the scheduler (redirect hops) in order; CONCURRENT_ITEMS=1 keeps a page's
+# items (grep's matches) in order through the pipelines.
 CONCURRENT_REQUESTS = 1
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 CONCURRENT_ITEMS = 1
-DEPTH_PRIORITY = 1
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 DUPEFILTER_CLASS = "sitewalk.dupefilters.WalkDupeFilter"
-# The walk paces itself (WalkBudget): delay between request starts, never shortened by jitter.
+# The walk paces itself (delay between request starts), never shortened by jitter.
 DOWNLOAD_DELAY = 0
 DOWNLOAD_DELAY_JITTER = 0
 
@@ -58,52 +58,16 @@ SITEWALK_GUARD_ALLOW_NETWORKS = ""
 TWISTED_DNS_RESOLVER = "sitewalk.guard.GuardResolver"
 HTTPPROXY_ENABLED = False
 
-# The walk's components live in the *_BASE settings, so that a user's DOWNLOADER_MIDDLEWARES,
-# SPIDER_MIDDLEWARES, EXTENSIONS or ITEM_PIPELINES add to them rather than replace them.
-DOWNLOADER_MIDDLEWARES_BASE = {
-    **_scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE,
-    "sitewalk.downloadermiddlewares.AddressGuardMiddleware": 40,
-    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "sitewalk.downloadermiddlewares.SameOriginMiddleware": 60,
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "sitewalk.downloadermiddlewares.WalkRobotsTxtMiddleware": 100,
-    "sitewalk.downloadermiddlewares.BudgetMiddleware": 950,
-    # Nothing to do in this walk (BudgetMiddleware sets every request's timeout; no retries).
-    "scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMiddleware": None,
-    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-}
-# The spider tracks depth itself and keeps every status and URL length.
-SPIDER_MIDDLEWARES_BASE = {
-    **_scrapy_defaults.SPIDER_MIDDLEWARES_BASE,
-    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
-    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
-    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-}
-# Scrapy's own list without the telnet console and the remote-control endpoint, which must not
-# run (they listen on a port; remote control can execute code) and cost start-up time to import.
-EXTENSIONS_BASE = {
-    "scrapy.extensions.corestats.CoreStats": 0,
-    "scrapy.extensions.logcount.LogCount": 0,
-    "scrapy.extensions.memusage.MemoryUsage": 0,
-    "scrapy.extensions.memdebug.MemoryDebugger": 0,
-    "scrapy.extensions.closespider.CloseSpider": 0,
-    "scrapy.extensions.feedexport.FeedExporter": 0,
-    "scrapy.extensions.logstats.LogStats": 0,
-    "scrapy.extensions.spiderstate.SpiderState": 0,
-    "scrapy.extensions.throttle.AutoThrottle": 0,
-    "sitewalk.extensions.WalkBudget": 10,
-}
-ITEM_PIPELINES_BASE = {
-    "sitewalk.pipelines.CallbackPipeline": 100,
-    # The consumers: the walk's config enables exactly one of them.
-    "sitewalk.pipelines.IndexPipeline": 300,
-    "sitewalk.pipelines.GrepPipeline": 300,
-    "sitewalk.pipelines.ExtractPipeline": 300,
+# The telnet console and the remote-control endpoint must not run: they listen on a port, and
+# remote control executes code. Left out by name, so they are not even imported.
+EXTENSIONS = {
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "scrapy.extensions.remote_control.RemoteControl": None,
 }
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
+# Seconds between the walk's progress lines (besides one at each new depth); 0 = at new depths only.
 SITEWALK_PROGRESS_INTERVAL = 10.0
 # Under scrapyd without items_dir: where each job's items and report go (<dir>/sitewalk/<job>.*).
 SITEWALK_JOBS_DIR = "jobs"

@@ -130,3 +130,14 @@ def wait_for_pages(site: Site, count: int, process: subprocess.Popen[str], timeo
 
 def allow_loopback() -> list[str]:
     return ["-s", f"SITEWALK_GUARD_ALLOW_NETWORKS={LOOPBACK['SITEWALK_GUARD_ALLOW_NETWORKS']}"]
+
+
+def walk_for(seed: str = "http://site.test/", settings: dict[str, Any] | None = None, **arguments: Any) -> Any:
+    """A crawler with a sitewalk spider built the Scrapy way (not started); its walk is ``crawler.spider.walk``."""
+    from scrapy.utils.test import get_crawler
+
+    from sitewalk.spiders.sitewalk import SitewalkSpider
+
+    crawler = get_crawler(SitewalkSpider, settings or {})
+    crawler.spider = SitewalkSpider.from_crawler(crawler, seed=seed, **arguments)
+    return crawler

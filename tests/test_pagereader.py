@@ -12,7 +12,7 @@ import pytest
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
 from sitewalk.pagereader import PageReader, read_page
-from sitewalk.spiders.sitewalk import HELPER_MIN_BYTES
+from sitewalk.pagereader import HELPER_MIN_BYTES
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 
@@ -106,19 +106,14 @@ class KillHelpers:
     """An item pipeline that kills the walk's helper processes once they run (once)."""
 
     killed = 0
-
-    def __init__(self, crawler: Any) -> None:
-        self.spider = crawler.spider
-
-    @classmethod
-    def from_crawler(cls, crawler: Any) -> KillHelpers:
-        return cls(crawler)
+    before: set[int] = set()
 
     def process_item(self, item: Any) -> Any:
-        if not KillHelpers.killed and self.spider._readers:
-            for reader in self.spider._readers:
-                os.kill(reader._process.pid, signal.SIGKILL)
-            KillHelpers.killed = len(self.spider._readers)
+        helpers = helper_processes() - KillHelpers.before
+        if not KillHelpers.killed and helpers:
+            for pid in helpers:
+                os.kill(pid, signal.SIGKILL)
+            KillHelpers.killed = len(helpers)
         return item
 
 
@@ -127,7 +122,7 @@ def test_a_helper_that_dies_leaves_the_walk_whole(make_site, caplog, mode):
     site = make_site(SITE)
     # A user's ITEM_PIPELINES add to the walk's consumers (on_page, grep), not replace them.
     settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_pagereader.KillHelpers": 50}}
-    KillHelpers.killed = 0
+    KillHelpers.killed, KillHelpers.before = 0, helper_processes()
     if mode == "grep":
         matches, report = grep(site("/"), "needle", max_depth=3, delay=0, context=0, settings=settings)
         assert [m.text for m in matches] == MATCHES

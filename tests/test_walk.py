@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sitewalk import Page, SeedError, walk
-from sitewalk.spiders.sitewalk import AHEAD
+from sitewalk.gate import AHEAD
 from tests.conftest import LOOPBACK
 
 

@@ -41,6 +41,7 @@ def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert "'finish_reason': 'interrupted'" in stderr  # Scrapy is told the stop too
     # The helper ended with the walk.
     assert helper_processes() - helpers_before == set()
     report = json.loads((tmp_path / "r.json").read_text())

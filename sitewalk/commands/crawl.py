@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gc
 import logging
+import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SitewalkError
@@ -15,12 +17,18 @@ from sitewalk.exceptions import SitewalkError
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy.crawler import Crawler
+
 logger = logging.getLogger(__name__)
 
 
 class Command(ScrapyCrawlCommand):
     """Validates the walk's ``-a`` arguments before anything starts and exits non-zero when the
-    seed could not be fetched (exit status 2 for bad input, 1 for a failed seed)."""
+    seed could not be fetched (exit status 2 for bad input, 1 for a failed seed).
+
+    Ctrl-C or SIGTERM (scrapyd's cancel) stops the walk after the page in flight, with the close
+    reason ``interrupted``; a second one stops the process at once.
+    """
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args != ["sitewalk"]:
@@ -35,16 +43,54 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler("sitewalk")
         self.crawler_process.crawl(crawler, **opts.spargs)
+        _Interrupt(crawler).install_when_running()
         # One walk per process: what start-up built lives until the end, so the garbage collector
         # need not walk it again on every full collection.
         gc.freeze()
-        self.crawler_process.start()
-        spider = getattr(crawler, "spider", None)
-        if spider is None or self.crawler_process.bootstrap_failed:
+        self.crawler_process.start(install_signal_handlers=False)
+        walk = getattr(crawler.spider, "walk", None)
+        if walk is None or self.crawler_process.bootstrap_failed:
             self.exitcode = 1
-        elif spider.seed_error is not None:
+        elif walk.results.seed_error is not None:
             if crawler.settings.get("LOG_FILE"):
                 # A log file (scrapyd's job log) would not show the line printed to stderr.
-                logger.error("sitewalk: error: %s", spider.seed_error)
-            print(f"sitewalk: error: {spider.seed_error}", file=sys.stderr)
+                logger.error("sitewalk: error: %s", walk.results.seed_error)
+            print(f"sitewalk: error: {walk.results.seed_error}", file=sys.stderr)
             self.exitcode = 1
+
+
+class _Interrupt:
+    """The process's SIGINT and SIGTERM handlers: the first stops the walk, the second the reactor."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    def install_when_running(self) -> None:
+        from twisted.internet import reactor
+
+        reactor.addSystemEventTrigger("after", "startup", install_shutdown_handlers, self.first)  # type: ignore[attr-defined]
+
+    def first(self, signum: int, _: Any) -> None:
+        from twisted.internet import reactor
+
+        install_shutdown_handlers(self.second)
+        reactor.callFromThread(self._stop_walk, signum)  # type: ignore[attr-defined]
+
+    def second(self, signum: int, _: Any) -> None:
+        from twisted.internet import reactor
+
+        install_shutdown_handlers(signal.SIG_IGN)
+        reactor.callFromThread(self._stop_now, signum)  # type: ignore[attr-defined]
+
+    # Logging cannot happen in a signal handler (the stream may be mid-write): these run on the reactor.
+    def _stop_walk(self, signum: int) -> None:
+        logger.info("Received %s: stopping the walk after the page in flight (send again to stop now)", signal_names[signum])
+        walk = getattr(self.crawler.spider, "walk", None)
+        if walk is not None:
+            walk.stop("interrupted", left_unfetched=True)
+
+    def _stop_now(self, signum: int) -> None:
+        from twisted.internet import reactor
+
+        logger.info("Received %s twice: stopping now", signal_names[signum])
+        reactor.stop()  # type: ignore[attr-defined]

@@ -1,0 +1,105 @@
+"""The Scrapy add-on that wires a walk: its components, its consumer and its feeds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.downloadtimeout import DownloadTimeoutMiddleware
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
+
+from sitewalk import jobs
+from sitewalk.downloadermiddlewares import (
+    AddressGuardMiddleware,
+    BudgetMiddleware,
+    RobotsTxtMiddleware,
+    SameOriginMiddleware,
+)
+from sitewalk.extensions import WalkBudget, WalkReport
+from sitewalk.items import Extract, IndexEntry, Match
+from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
+from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
+from sitewalk.state import Walk
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+    # typing.Self requires Python 3.11
+    from typing_extensions import Self
+
+__all__ = ["Addon"]
+
+# (setting, component, order); order None switches one of Scrapy's own off.
+_COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
+    ("DOWNLOADER_MIDDLEWARES", AddressGuardMiddleware, 40),
+    ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
+    ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
+    ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+    # The walk keeps its own origin and robots.txt rules; BudgetMiddleware sets every request's
+    # timeout; every page is requested once; a meta refresh is not a link.
+    ("DOWNLOADER_MIDDLEWARES", OffsiteMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", ScrapyRobotsTxtMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", DownloadTimeoutMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", RetryMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None),
+    # The walk keeps every status and URL length, and tracks depth itself (max_depth).
+    ("SPIDER_MIDDLEWARES", HttpErrorMiddleware, None),
+    ("SPIDER_MIDDLEWARES", UrlLengthMiddleware, None),
+    ("SPIDER_MIDDLEWARES", DepthMiddleware, None),
+    # The lowest order: it sees the spider's output last.
+    ("SPIDER_MIDDLEWARES", ConsumedMiddleware, 10),
+    ("EXTENSIONS", WalkBudget, 10),
+    ("EXTENSIONS", WalkReport, 10),
+    ("ITEM_PIPELINES", CallbackPipeline, 100),
+)
+# What each consumer adds, and the items its feeds hold.
+_CONSUMERS: dict[str, tuple[str, type, int, type]] = {
+    "index": ("ITEM_PIPELINES", IndexPipeline, 300, IndexEntry),
+    "grep": ("SPIDER_MIDDLEWARES", GrepMiddleware, 500, Match),
+    "extract": ("ITEM_PIPELINES", ExtractPipeline, 300, Extract),
+}
+
+
+class Addon:
+    """Puts the walk's components into Scrapy's component priority dicts (so a project's own
+    middlewares, extensions and pipelines add to them), with the one consumer the walk's
+    arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
+    feed sets them). The walk's ``headers`` add to ``DEFAULT_REQUEST_HEADERS``, winning per name;
+    a resumed walk (JOBDIR) appends to its feeds; a scrapyd job without feeds writes
+    ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        walk = Walk.of(self.crawler)
+        setting, consumer, order, item_class = _CONSUMERS[walk.config.consumer]
+        for name, component, priority in (*_COMPONENTS, (setting, consumer, order)):
+            settings.set_in_component_priority_dict(name, component, priority)
+        if walk.config.headers:
+            headers = {**settings.getdict("DEFAULT_REQUEST_HEADERS"), **walk.config.headers}
+            settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))
+        feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
+        options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
+        settings.set(
+            "FEEDS",
+            {uri: {"item_classes": [item_class], **feed, **options} for uri, feed in feeds.items()},
+            priority=_at_least_spider(settings, "FEEDS"),
+        )
+
+
+def _at_least_spider(settings: BaseSettings, name: str) -> int:
+    # -s NAME=... has cmdline priority: what the walk adds must not lose to it.
+    return max(settings.getpriority(name) or 0, SETTINGS_PRIORITIES["spider"])

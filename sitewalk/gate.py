@@ -1,0 +1,182 @@
+"""When the walk's next request may go: one at a time, paced, and never past a consumer's stop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from scrapy.http import Response
+
+    from sitewalk.items import Page
+
+    # Asked with the pages in hand, in fetch order (None: not read yet): could the consumer stop
+    # on one of them?
+    StopCheck = Callable[[Sequence["Page | None"]], bool]
+
+__all__ = ["AHEAD", "Gate", "InHand"]
+
+# Pages downloaded and not yet consumed, at most. Their HTML is read beside the walk meanwhile;
+# slow consumers must not make the walk hold the site in memory.
+AHEAD = 8
+
+
+class InHand:
+    """A page downloaded and not yet consumed: it is read, its links are admitted to the frontier
+    (in fetch order), it goes through the consumers (in fetch order), and then it is done."""
+
+    def __init__(self, previous: InHand | None) -> None:
+        self.page: Page | None = None
+        self._previous = previous
+        loop = asyncio.get_running_loop()
+        self.admitted: asyncio.Future[None] = loop.create_future()
+        self.consumed: asyncio.Future[None] = loop.create_future()
+        self._items_out = 0
+        self._items_done = 0
+        self._output_done = False
+
+    def item_out(self) -> None:
+        self._items_out += 1
+
+    def item_done(self) -> bool:
+        """Count an item through the pipelines; True once the page is consumed."""
+        self._items_done += 1
+        return self._output_done and self._items_done >= self._items_out
+
+    def output_done(self) -> bool:
+        """The spider made every item it will make of this page; True once it is consumed."""
+        self._output_done = True
+        return self._items_done >= self._items_out
+
+    async def turn_to_admit(self) -> None:
+        """Wait until every earlier page has admitted its links."""
+        if self._previous is not None:
+            await asyncio.shield(self._previous.admitted)
+
+    async def turn_to_consume(self) -> None:
+        """Wait until every earlier page has gone through the consumers."""
+        if self._previous is not None:
+            await asyncio.shield(self._previous.consumed)
+            self._previous = None
+
+
+class Gate:
+    """Decides when the next request may go.
+
+    A request goes when the previous one is over (its page downloaded, or its failure known),
+    when at most :data:`AHEAD` pages are in hand (downloaded, not yet consumed), when no consumer
+    could stop on one of them — each consumer registered with :meth:`add_check` is asked once the
+    pages have been read, so the answer is exact and a consumer that will not stop does not hold
+    the walk — and at least ``delay`` seconds after the previous request started (robots.txt's
+    Crawl-delay can lengthen it, never shorten it). A stop wakes every wait at once.
+    """
+
+    def __init__(self, delay: float, ahead: int = AHEAD) -> None:
+        self.delay = delay
+        self._ahead = ahead
+        self._checks: list[StopCheck] = []
+        self._in_flight = False
+        self._in_hand: dict[int, InHand] = {}  # by id() of the page's response, in fetch order
+        self._latest: InHand | None = None
+        self._last_start: float | None = None
+        self._stopping = False
+        self._changed = asyncio.Event()
+
+    def add_check(self, check: StopCheck) -> None:
+        self._checks.append(check)
+
+    def slow_down(self, delay: float) -> bool:
+        """Use ``delay`` between requests if it is longer than the current one; True if it is."""
+        if delay <= self.delay:
+            return False
+        self.delay = delay
+        return True
+
+    # -- what happens to requests and pages
+    def request_sent(self) -> None:
+        self._in_flight = True
+
+    def request_started(self) -> None:
+        """The request went to the network now: the pace counts from here."""
+        self._last_start = time.monotonic()
+
+    def request_over(self) -> None:
+        """The request in flight ended without a page (it failed, or was dropped)."""
+        self._in_flight = False
+        self._changed.set()
+
+    def page_arrived(self, response: Response) -> InHand:
+        self._in_flight = False
+        self._latest = entry = InHand(self._latest)
+        self._in_hand[id(response)] = entry
+        self._changed.set()
+        return entry
+
+    def page_read(self, entry: InHand, page: Page) -> None:
+        entry.page = page
+        self._changed.set()
+
+    def links_admitted(self, entry: InHand) -> None:
+        if not entry.admitted.done():
+            entry.admitted.set_result(None)
+        self._changed.set()
+
+    def item_out(self, response: Response) -> None:
+        """An item made from the page of ``response`` left the spider for the pipelines."""
+        entry = self._in_hand.get(id(response))
+        if entry is not None:
+            entry.item_out()
+
+    def item_done(self, response: Response) -> None:
+        """An item made from the page of ``response`` went through the pipelines."""
+        entry = self._in_hand.get(id(response))
+        if entry is not None and entry.item_done():
+            self._consumed(response, entry)
+
+    def output_done(self, response: Response) -> None:
+        """The spider made every item it will make from the page of ``response``."""
+        entry = self._in_hand.get(id(response))
+        if entry is not None and entry.output_done():
+            self._consumed(response, entry)
+
+    def _consumed(self, response: Response, entry: InHand) -> None:
+        del self._in_hand[id(response)]
+        # A page that failed before admitting its links admits none: the next must not wait.
+        self.links_admitted(entry)
+        entry.consumed.set_result(None)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._changed.set()
+
+    # -- the waits of the walk's loop
+    async def settled(self, frontier_empty: Callable[[], bool]) -> None:
+        """Wait until no request is in flight and, if the frontier is empty, no page in hand can
+        still add links to it (or a stop)."""
+        await self._until(
+            lambda: not self._in_flight
+            and (not frontier_empty() or all(entry.admitted.done() for entry in self._in_hand.values()))
+        )
+
+    async def ready(self, seconds_left: float) -> None:
+        """Wait until the look-ahead bound and the consumers let the next request go, then for the
+        pace (never longer than ``seconds_left``)."""
+        await self._until(self._may_go)
+        if self._last_start is not None and not self._stopping:
+            wait = self._last_start + self.delay - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(min(wait, max(seconds_left, 0)))
+
+    def _may_go(self) -> bool:
+        if len(self._in_hand) > self._ahead:
+            return False
+        pages = [entry.page for entry in self._in_hand.values()]
+        return not any(check(pages) for check in self._checks)
+
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        while not self._stopping and not condition():
+            self._changed.clear()
+            await self._changed.wait()

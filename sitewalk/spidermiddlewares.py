@@ -1,0 +1,170 @@
+"""Spider middlewares of the walk: grep (one page, many matches) and when a page has been consumed."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary, WeakSet
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+
+from sitewalk.items import Match, Page
+from sitewalk.text import page_lines
+from sitewalk.state import Walk
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Sequence
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    # typing.Self requires Python 3.11
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConsumedMiddleware", "GrepMiddleware"]
+
+
+class ConsumedMiddleware:
+    """Tells the walk's gate when a page, and every item made from it, went through the pipelines.
+
+    It sees the spider's output last (the lowest order), so it counts the items that the other
+    middlewares made of a page (grep's matches); the ``item_scraped``, ``item_dropped`` and
+    ``item_error`` signals count them out of the pipelines. A page is consumed when the spider is
+    done with it and each of its items is through: the next page then goes to the consumers.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._gate = Walk.of(crawler).gate
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(self.item_error, signal=signals.item_error)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        try:
+            async for output in result:
+                if not isinstance(output, Request):
+                    self._gate.item_out(response)
+                yield output
+        finally:
+            self._gate.output_done(response)
+
+    def item_scraped(self, response: Response) -> None:
+        self._gate.item_done(response)
+
+    def item_dropped(self, response: Response) -> None:
+        self._gate.item_done(response)
+
+    def item_error(self, response: Response) -> None:
+        self._gate.item_done(response)
+
+
+class GrepMiddleware:
+    """The grep consumer: one :class:`Match` per line of a page's text that matches ``grep``,
+    ahead of the page itself (which a feed of matches leaves out).
+
+    The lines are those of :func:`sitewalk.text.page_lines` (the visible text of HTML, the
+    decoded body of other text types; binary pages are skipped), of successful (2xx) pages only:
+    an error page shows the site's error template, not its content. ``ignore_case`` and
+    ``fixed_strings`` (search the pattern literally) change the matching; ``context`` lines
+    before and after go with each match.
+
+    ``max_matches`` is a budget for the whole walk: once that many matches have been made the walk
+    stops (``stopped == "callback"``) and no further page is requested. The walk's gate asks
+    :meth:`may_stop` about the pages in hand once they are read, and this consumer answers with
+    their exact match count.
+
+    Stats: ``sitewalk/grep/pages``, ``sitewalk/grep/skipped`` (not text, or not 2xx),
+    ``sitewalk/grep/matches``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        walk = Walk.of(crawler)
+        config = walk.config
+        if config.grep is None:
+            raise NotConfigured
+        self.crawler = crawler
+        self._walk = walk
+        pattern = re.escape(config.grep) if config.fixed_strings else config.grep
+        self._search = re.compile(pattern, re.IGNORECASE if config.ignore_case else 0).search
+        self.max_matches = config.max_matches
+        self.context = config.context
+        # Kept in the walk's results so a resumed walk (JOBDIR) goes on counting from there.
+        self._state = walk.results.consumers
+        self._state.setdefault("grep_matches", 0)
+        # Pages searched before they reach this middleware (asked by the gate), and pages whose
+        # matches are counted; both forget a page once it is gone.
+        self._found: WeakKeyDictionary[Page, tuple[list[str] | None, list[int]]] = WeakKeyDictionary()
+        self._counted: WeakSet[Page] = WeakSet()
+        walk.gate.add_check(self.may_stop)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @property
+    def matches(self) -> int:
+        return self._state["grep_matches"]
+
+    def may_stop(self, pages: Sequence[Page | None]) -> bool:
+        """Whether the matches of ``pages`` (None: not read yet) could reach ``max_matches``."""
+        pending = 0
+        for page in pages:
+            if page is None:
+                return True
+            if page not in self._counted:
+                pending += len(self._lines_and_hits(page)[1])
+        return bool(pages) and self.matches + pending >= self.max_matches
+
+    def _lines_and_hits(self, page: Page) -> tuple[list[str] | None, list[int]]:
+        found = self._found.get(page)
+        if found is None:
+            lines = page_lines(page) if 200 <= page.status < 300 else None
+            search = self._search
+            # Most lines of most pages do not match: find the matching ones in one comprehension.
+            hits = [index for index, line in enumerate(lines) if search(line) is not None] if lines else []
+            found = self._found[page] = (lines, hits)
+        return found
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for output in result:
+            if isinstance(output, Page):
+                for match in self._matches(output):
+                    yield match
+            yield output
+
+    def _matches(self, page: Page) -> list[Match]:
+        lines, hits = self._lines_and_hits(page)
+        self._found.pop(page, None)
+        self._counted.add(page)
+        stats = self.crawler.stats
+        if lines is None:
+            stats.inc_value("sitewalk/grep/skipped")
+            return []
+        stats.inc_value("sitewalk/grep/pages")
+        room = self.max_matches - self.matches
+        matches = [
+            Match(
+                url=page.final_url,
+                line=index + 1,
+                text=lines[index],
+                before=lines[max(index - self.context, 0) : index],
+                after=lines[index + 1 : index + 1 + self.context],
+                depth=page.depth,
+            )
+            for index in hits[: max(room, 0)]
+        ]
+        if matches:
+            self._state["grep_matches"] += len(matches)
+            stats.inc_value("sitewalk/grep/matches", len(matches))
+            if self.matches >= self.max_matches:
+                logger.info("max_matches=%d reached on %s: stopping the walk", self.max_matches, page.final_url)
+                self._walk.stop("callback")
+        return matches

@@ -1,0 +1,174 @@
+"""One walk's shared state: built once by the spider, handed to every component in from_crawler."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import NotConfigured
+
+from sitewalk.frontier import Frontier
+from sitewalk.gate import Gate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+
+    from sitewalk.config import WalkConfig
+    from sitewalk.items import Page
+
+__all__ = ["Budget", "Results", "Walk"]
+
+logger = logging.getLogger(__name__)
+
+
+class Budget:
+    """The walk's limits, shared by every page: ``max_pages`` (fetched pages, any status, the seed
+    included), ``deadline`` (seconds for the whole walk) and ``max_bytes`` (body bytes after
+    decompression). A resumed walk (JOBDIR) goes on from what it had spent."""
+
+    def __init__(self, config: WalkConfig) -> None:
+        self.max_pages = config.max_pages
+        self.deadline = config.deadline
+        self.max_bytes = config.max_bytes
+        self.max_depth = config.max_depth
+        self.pages = 0
+        self.bytes = 0
+        self._spent = 0.0
+        self._started = time.monotonic()
+        self._depth = -1
+
+    def start_clock(self) -> None:
+        self._started = time.monotonic()
+
+    def resume(self, pages: int, byte_count: int, elapsed: float) -> None:
+        self.pages, self.bytes, self._spent = pages, byte_count, elapsed
+
+    def elapsed(self) -> float:
+        return self._spent + time.monotonic() - self._started
+
+    def seconds_left(self) -> float:
+        return self.deadline - self.elapsed()
+
+    def bytes_left(self) -> int:
+        return self.max_bytes - self.bytes
+
+    def count(self, byte_count: int, depth: int) -> None:
+        """A page arrived: it counts, and the first page of each depth gets a progress line."""
+        self.pages += 1
+        self.bytes += byte_count
+        if depth != self._depth:
+            self._depth = depth
+            self.log_progress()
+
+    def exhausted(self) -> str | None:
+        """The limit the walk has reached, as a stop reason; None while there is budget left."""
+        if self.pages >= self.max_pages:
+            return "max-pages"
+        if self.seconds_left() <= 0:
+            return "deadline"
+        if self.bytes_left() <= 0:
+            return "max-bytes"
+        return None
+
+    def log_progress(self) -> None:
+        logger.info(
+            "progress: pages %d/%d, depth %d/%d, bytes %d/%d, elapsed %.1fs/%gs",
+            self.pages, self.max_pages, max(self._depth, 0), self.max_depth,
+            self.bytes, self.max_bytes, self.elapsed(), self.deadline,
+        )
+
+
+@dataclass
+class Results:
+    """What the walk found besides pages: failures, robots.txt refusals, the seed's own error, and
+    what consumers count across a resumed walk (the grep match budget spent)."""
+
+    failures: list[dict[str, str | None]] = field(default_factory=list)
+    robots_skipped: list[str] = field(default_factory=list)
+    seed_error: str | None = None
+    consumers: dict[str, int] = field(default_factory=dict)
+
+
+class Walk:
+    """Everything one walk's components share: its config, frontier, budget, gate and results.
+
+    The spider builds it; components take it with :meth:`of` in ``from_crawler``. A stop is asked
+    for with :meth:`stop` and decided by the spider at its next turn (:meth:`stopped`): a limit or
+    a consumer's stop is a stop only when it leaves a known page unfetched.
+    """
+
+    def __init__(
+        self,
+        config: WalkConfig,
+        *,
+        on_page: Callable[[Page], Any] | None = None,
+        on_page_stops: bool = True,
+        job: str | None = None,
+    ) -> None:
+        self.config = config
+        # The scrapyd job id (scrapyd's ``_job`` argument), if the walk is one.
+        self.job = job
+        self.on_page = on_page
+        self.on_page_stops = on_page_stops
+        self.frontier = Frontier()
+        self.budget = Budget(config)
+        self.gate = Gate(config.delay)
+        self.results = Results()
+        self.resumed = False
+        # An exception raised by on_page: it ends the walk and is raised again to the API's caller.
+        self.error: BaseException | None = None
+        self._stop: str | None = None
+        self._stop_always = False
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> Walk:
+        """The walk of ``crawler``'s spider; NotConfigured for any other spider."""
+        walk = getattr(crawler.spider, "walk", None)
+        if not isinstance(walk, cls):
+            raise NotConfigured("sitewalk's components work with the sitewalk spider only")
+        return walk
+
+    def stop(self, reason: str, *, left_unfetched: bool = False) -> None:
+        """End the walk: nothing more is requested. ``left_unfetched``: the stop itself left a page
+        unfetched (a cut-off download, an interruption), so it is a stop even if nothing is queued."""
+        if self._stop is None:
+            self._stop, self._stop_always = reason, left_unfetched
+            self.gate.stop()
+
+    def reason_to_stop(self) -> str | None:
+        return self._stop or self.budget.exhausted()
+
+    def stopped(self, reason: str | None) -> str | None:
+        """What the report calls the end of the walk: ``reason`` if it left known pages unfetched."""
+        if reason is not None and len(self.frontier):
+            return reason
+        return self._stop if self._stop_always else None
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.stop("error", left_unfetched=True)
+
+    def snapshot(self, elapsed: float) -> dict[str, Any]:
+        """What a resumed walk needs (JOBDIR): frontier, seen URLs, results, budget spent."""
+        return {
+            "seed": self.config.seed,
+            "frontier": self.frontier.snapshot(),
+            "failures": self.results.failures,
+            "robots_skipped": self.results.robots_skipped,
+            "consumers": self.results.consumers,
+            "pages": self.budget.pages,
+            "bytes": self.budget.bytes,
+            "elapsed": elapsed,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.frontier.restore(state["frontier"])
+        self.results.failures.extend(state["failures"])
+        self.results.robots_skipped.extend(state["robots_skipped"])
+        self.results.consumers.update(state["consumers"])
+        self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
+        self.resumed = True
