@@ -71,30 +71,30 @@ class WalkConfig:
     :class:`SitewalkError` naming the key.
     """
 
-    seed: str = field(metadata=_arg("the http(s) URL to start from; the walk stays on the origin of its final URL"))
-    max_depth: int = field(default=1, metadata=_arg("link hops from the seed; 0 = the seed only", minimum=0))
+    seed: str = field(metadata=_arg("the http(s) URL to start from; the walk stays on the origin of its final URL (after redirects)"))
+    max_depth: int = field(default=1, metadata=_arg("link hops to follow from the start URL: 0 = that page only, 1 = it and the pages it links to", minimum=0))
     max_pages: int = field(
-        default=20, metadata=_arg("pages to fetch (any HTTP status), the seed included", minimum=1)
+        default=20, metadata=_arg("most pages to fetch (any HTTP status), the start URL included", minimum=1)
     )
     delay: float = field(
         default=0.25,
-        metadata=_arg("seconds between the starts of two requests (robots.txt Crawl-delay can lengthen it)", minimum=0),
+        metadata=_arg("seconds between the starts of two requests; robots.txt Crawl-delay can lengthen it", minimum=0),
     )
     deadline: float = field(
-        default=60.0, metadata=_arg("seconds for the whole walk; a page still arriving then is cut off", above=0)
+        default=60.0, metadata=_arg("seconds the whole walk may take; a page still arriving then is cut off", above=0)
     )
     max_bytes: int = field(
-        default=20_000_000, metadata=_arg("body bytes (after decompression) for the whole walk", minimum=1)
+        default=20_000_000, metadata=_arg("most body bytes (after decompression) to download for the whole walk", minimum=1)
     )
     report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
     grep: str | None = field(
         default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")
     )
     max_matches: int = field(
-        default=50, metadata=_arg("matching lines for the whole walk; the walk stops once they are found", minimum=1)
+        default=50, metadata=_arg("most matching lines for the whole walk; it stops once this many are found", minimum=1)
     )
-    ignore_case: bool = field(default=False, metadata=_arg("grep regardless of letter case"))
-    fixed_strings: bool = field(default=False, metadata=_arg("grep for the pattern as plain text, not a regex"))
+    ignore_case: bool = field(default=False, metadata=_arg("match regardless of letter case"))
+    fixed_strings: bool = field(default=False, metadata=_arg("search for the pattern as plain text, not as a regular expression"))
     context: int = field(default=2, metadata=_arg("lines of context before and after each match", minimum=0))
     css: str | None = field(default=None, metadata=_arg("CSS selector whose values are extracted from each page"))
     xpath: str | None = field(default=None, metadata=_arg("XPath expression whose values are extracted from each page"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sitewalk.mcp.cli import main
-from sitewalk.mcp.server import ServerOptions, build_server
+from sitewalk.mcp.options import ServerOptions
+from sitewalk.mcp.server import build_server
 
 __all__ = ["ServerOptions", "build_server", "main"]

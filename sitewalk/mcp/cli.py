@@ -9,28 +9,31 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sitewalk.config import argument, parse_bool
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard import parse_networks
-from sitewalk.mcp.server import ServerOptions, build_server
+from sitewalk.mcp.options import ServerOptions
+from sitewalk.mcp.server import build_server
 
 __all__ = ["main"]
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-# Numeric options: (ServerOptions field, type, smallest value, what it is). Each is --FIELD-NAME
-# or SITEWALK_MCP_FIELD_NAME; the defaults are ServerOptions'.
-_NUMBERS: tuple[tuple[str, type, float, str], ...] = (
-    ("delay", float, 0, "seconds between the requests of a walk"),
-    ("max_depth", int, 0, "largest max_depth a call may ask for"),
-    ("max_pages", int, 1, "largest max_pages a call may ask for"),
-    ("max_deadline", float, 1, "largest deadline (seconds) a call may ask for"),
-    ("max_bytes", int, 1, "largest max_bytes a call may ask for"),
-    ("max_matches", int, 1, "largest max_matches a web_grep call may ask for"),
-    ("max_output_chars", int, 1000, "most characters of text a call returns"),
+# Numeric options: (ServerOptions field, type, the walk argument it sets or caps, what it is).
+# Each is --FIELD-NAME or SITEWALK_MCP_FIELD_NAME; the defaults are ServerOptions', the bounds
+# the walk argument's.
+_NUMBERS: tuple[tuple[str, type, str | None, str], ...] = (
+    ("delay", float, "delay", "seconds between the requests of a walk"),
+    ("max_depth", int, "max_depth", "largest max_depth a call may ask for"),
+    ("max_pages", int, "max_pages", "largest max_pages a call may ask for"),
+    ("max_deadline", float, "deadline", "largest deadline (seconds) a call may ask for"),
+    ("max_bytes", int, "max_bytes", "largest max_bytes a call may ask for"),
+    ("max_matches", int, "max_matches", "largest max_matches a web_grep call may ask for"),
+    ("max_output_chars", int, None, "most characters of text a call returns"),
 )
+# The smallest output cap: room for the summary and the notices.
+_MIN_OUTPUT_CHARS = 1000
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,12 +58,12 @@ def _parser() -> argparse.ArgumentParser:
         help="obey robots.txt (env ROBOTSTXT_OBEY; default: true); --no-robots fetches pages it disallows",
     )
     parser.add_argument("--user-agent", default=env("USER_AGENT"), help="User-Agent header (env USER_AGENT)")
-    for field, kind, minimum, what in _NUMBERS:
+    for field, kind, walk_argument, what in _NUMBERS:
         name = f"SITEWALK_MCP_{field.upper()}"
         default = getattr(defaults, field)
         parser.add_argument(
             "--" + field.replace("_", "-"),
-            type=_at_least(kind, minimum),
+            type=_bounded(kind, walk_argument),
             default=env(name, str(default)),
             help=f"{what} (env {name}; default {default})",
         )
@@ -74,11 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _at_least(kind: type, minimum: float) -> Any:
+def _bounded(kind: type, walk_argument: str | None) -> Any:
     def convert(text: str) -> Any:
         value = kind(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {text}")
+        if walk_argument is None:
+            if value < _MIN_OUTPUT_CHARS:
+                raise argparse.ArgumentTypeError(f"must be >= {_MIN_OUTPUT_CHARS}, got {text}")
+            return value
+        try:
+            argument(walk_argument).check(walk_argument, value)
+        except SitewalkError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
         return value
 
     convert.__name__ = kind.__name__  # argparse names the type in its "invalid int value" message
@@ -90,10 +99,10 @@ def _options(argv: Sequence[str] | None) -> tuple[ServerOptions, str]:
     args = parser.parse_args(argv)
     robots = args.robots
     if robots is None:
-        text = os.environ.get("ROBOTSTXT_OBEY", "true").strip().lower()
-        if text not in _TRUE | _FALSE:
-            parser.error(f"ROBOTSTXT_OBEY must be true or false, got {text!r}")
-        robots = text in _TRUE
+        text = os.environ.get("ROBOTSTXT_OBEY", "true")
+        robots = parse_bool(text)
+        if robots is None:
+            parser.error(f"ROBOTSTXT_OBEY must be true or false, got {text.strip().lower()!r}")
     try:
         parse_networks(args.allow_networks)
     except SitewalkError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -12,42 +11,13 @@ from pydantic import BaseModel, Field
 
 from sitewalk import __version__
 from sitewalk.api import grep_async, walk_async
-from sitewalk.config import WalkConfig
+from sitewalk.config import WalkConfig, argument
 from sitewalk.exceptions import SitewalkError
 from sitewalk.items import Page
+from sitewalk.mcp.options import ServerOptions
 from sitewalk.mcp.text import count, for_this_server, grep_lines, index_line, report_notices, result
 
 __all__ = ["ServerOptions", "build_server"]
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """What the server's operator decides; a tool call can ask for less, never for more.
-
-    ``max_*`` are the largest budgets a call may request: the tools' input schemas carry them as
-    ``maximum``, so a call above one is rejected before anything is fetched. ``delay`` is the
-    pause between requests (politeness is the operator's choice, not the model's).
-    """
-
-    allow_networks: str | None = None
-    robots: bool = True
-    user_agent: str | None = None
-    delay: float = WalkConfig.delay
-    max_depth: int = 5
-    max_pages: int = 200
-    max_deadline: float = 300.0
-    max_bytes: int = 50_000_000
-    max_matches: int = 500
-    max_output_chars: int = 20_000
-
-    def settings(self) -> dict[str, Any]:
-        """The Scrapy settings every walk of this server runs with."""
-        settings: dict[str, Any] = {"ROBOTSTXT_OBEY": self.robots}
-        if self.allow_networks:
-            settings["SITEWALK_GUARD_ALLOW_NETWORKS"] = self.allow_networks
-        if self.user_agent:
-            settings["USER_AGENT"] = self.user_agent
-        return settings
 
 
 class WalkFailure(BaseModel):
@@ -93,6 +63,8 @@ def build_server(options: ServerOptions) -> MCPServer:
 
 
 # -- the tools ------------------------------------------------------------------------------------
+# Lines of context a web_grep call may ask for around each match.
+_MAX_CONTEXT = 10
 # Parameters take pydantic Field defaults so that each bound is the server's own maximum: the
 # schema the model reads is the schema a call is validated against.
 
@@ -104,40 +76,31 @@ def _url() -> Any:
     )
 
 
+def _param(name: str, maximum: float | None = None) -> Any:
+    """The walk argument ``name`` as a tool parameter: its default, bounds and help are the
+    walk's own (:func:`sitewalk.config.argument`); ``maximum`` is this server's."""
+    spec = argument(name)
+    default = getattr(WalkConfig, name)
+    if maximum is not None:
+        default = min(default, maximum)
+    description = spec.help[0].upper() + spec.help[1:] + "."
+    return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum)
+
+
 def _max_depth(options: ServerOptions) -> Any:
-    return Field(
-        default=min(WalkConfig.max_depth, options.max_depth),
-        ge=0,
-        le=options.max_depth,
-        description="Link depth to follow: 0 = the URL only, 1 = it and the pages it links to, ...",
-    )
+    return _param("max_depth", options.max_depth)
 
 
 def _max_pages(options: ServerOptions) -> Any:
-    return Field(
-        default=min(WalkConfig.max_pages, options.max_pages),
-        ge=1,
-        le=options.max_pages,
-        description="Most pages to fetch (any HTTP status), the start URL included.",
-    )
+    return _param("max_pages", options.max_pages)
 
 
 def _deadline(options: ServerOptions) -> Any:
-    return Field(
-        default=min(WalkConfig.deadline, options.max_deadline),
-        gt=0,
-        le=options.max_deadline,
-        description="Seconds the whole walk may take; it stops when they run out.",
-    )
+    return _param("deadline", options.max_deadline)
 
 
 def _max_bytes(options: ServerOptions) -> Any:
-    return Field(
-        default=min(WalkConfig.max_bytes, options.max_bytes),
-        ge=1,
-        le=options.max_bytes,
-        description="Most body bytes to download for the whole walk.",
-    )
+    return _param("max_bytes", options.max_bytes)
 
 
 def _web_crawl(options: ServerOptions) -> Any:
@@ -196,17 +159,12 @@ def _web_grep(options: ServerOptions) -> Any:
             description="Python regular expression (or plain text with fixed_strings) searched for in each "
             "page's visible text, line by line.",
         ),
-        max_matches: int = Field(
-            default=min(WalkConfig.max_matches, options.max_matches),
-            ge=1,
-            le=options.max_matches,
-            description="Most matching lines to return; the walk stops once this many are found.",
-        ),
+        max_matches: int = _param("max_matches", options.max_matches),
         max_depth: int = _max_depth(options),
         max_pages: int = _max_pages(options),
-        ignore_case: bool = Field(default=WalkConfig.ignore_case, description="Match regardless of letter case."),
-        context: int = Field(default=WalkConfig.context, ge=0, le=10, description="Lines of context before and after each match."),
-        fixed_strings: bool = Field(default=WalkConfig.fixed_strings, description="Treat pattern as plain text, not a regex."),
+        ignore_case: bool = _param("ignore_case"),
+        context: int = _param("context", _MAX_CONTEXT),
+        fixed_strings: bool = _param("fixed_strings"),
         deadline: float = _deadline(options),
         max_bytes: int = _max_bytes(options),
     ) -> Annotated[CallToolResult, WalkReport]:

@@ -10,7 +10,7 @@ from mcp.types import CallToolResult, TextContent
 from sitewalk.items import Match, Report
 
 if TYPE_CHECKING:
-    from sitewalk.mcp.server import ServerOptions
+    from sitewalk.mcp.options import ServerOptions
 
 __all__ = ["count", "for_this_server", "grep_lines", "index_line", "report_notices", "result"]
 

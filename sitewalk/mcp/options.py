@@ -1,0 +1,40 @@
+"""What the operator of a sitewalk-mcp server decides: its walks' settings and the tools' maxima."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sitewalk.config import WalkConfig
+
+__all__ = ["ServerOptions"]
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What the server's operator decides; a tool call can ask for less, never for more.
+
+    ``max_*`` are the largest budgets a call may request: the tools' input schemas carry them as
+    ``maximum``, so a call above one is rejected before anything is fetched. ``delay`` is the
+    pause between requests (politeness is the operator's choice, not the model's).
+    """
+
+    allow_networks: str | None = None
+    robots: bool = True
+    user_agent: str | None = None
+    delay: float = WalkConfig.delay
+    max_depth: int = 5
+    max_pages: int = 200
+    max_deadline: float = 300.0
+    max_bytes: int = 50_000_000
+    max_matches: int = 500
+    max_output_chars: int = 20_000
+
+    def settings(self) -> dict[str, Any]:
+        """The Scrapy settings every walk of this server runs with."""
+        settings: dict[str, Any] = {"ROBOTSTXT_OBEY": self.robots}
+        if self.allow_networks:
+            settings["SITEWALK_GUARD_ALLOW_NETWORKS"] = self.allow_networks
+        if self.user_agent:
+            settings["USER_AGENT"] = self.user_agent
+        return settings
