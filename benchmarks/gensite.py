@@ -20,12 +20,7 @@ from pathlib import Path
 
 __all__ = ["generate", "page_path"]
 
-_WORDS = (
-    "walk site page link frontier breadth first origin budget depth crawl index grep extract "
-    "request response header body title anchor fragment relative absolute parent child tree "
-    "random seed queue scheduler parser lxml twisted download handler middleware pipeline "
-    "consumer report deadline bytes pages limit robots delay loopback nginx static html"
-).split()
+_WORDS = ["walk", "site", "page", "link", "frontier", "breadth", "first", "origin", "budget", "depth", "crawl", "index", "grep", "extract", "request", "response", "header", "body", "title", "anchor", "fragment", "relative", "absolute", "parent", "child", "tree", "random", "seed", "queue", "scheduler", "parser", "lxml", "twisted", "download", "handler", "middleware", "pipeline", "consumer", "report", "deadline", "bytes", "pages", "limit", "robots", "delay", "loopback", "nginx", "static", "html"]
 _STAMP = ".generated.json"
 
 

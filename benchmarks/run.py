@@ -523,7 +523,7 @@ def machine_facts(start_commit: str) -> list[str]:
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True, check=False).stdout.strip()
     return [
-        f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- machine: {os.cpu_count()} CPUs ({cpu}), {mem} RAM, {platform.system()} {platform.release()}",
         f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"- Python {platform.python_version()}, Scrapy {scrapy.__version__}, Twisted {twisted.__version__}, "
@@ -743,7 +743,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     need_docs = not args.smoke and bool(experiments & {"docs", "grep"} or args.profile)
     install(need_docs)
     WORK.mkdir(parents=True, exist_ok=True)
-    lock = open(WORK / "lock", "w")
+    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -29,7 +29,7 @@ def import_http11_handler() -> None:
         caller = sys._getframe(2)
         return [None, (SimpleNamespace(__module__=caller.f_globals.get("__name__")),)]
 
-    inspect.stack = defining_module  # type: ignore[assignment]
+    inspect.stack = defining_module
     try:
         import scrapy.core.downloader.handlers.http11  # noqa: F401
     finally:

@@ -28,11 +28,11 @@ from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
+    # typing.Self requires Python 3.11
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
 
 __all__ = ["Addon"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -235,7 +235,9 @@ def _reactor_loop() -> asyncio.AbstractEventLoop | None:
         )
     from twisted.internet import reactor
 
-    return reactor._asyncioEventloop  # type: ignore[attr-defined,no-any-return]
+    # The asyncio reactor keeps its loop in a private attribute: no public API of Twisted gives it.
+    loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
+    return loop
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:
@@ -251,9 +253,9 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         from twisted.internet import reactor
 
         ready = threading.Event()
-        reactor.callWhenRunning(ready.set)  # type: ignore[attr-defined]
+        reactor.callWhenRunning(ready.set)
         thread = threading.Thread(
-            target=reactor.run,  # type: ignore[attr-defined,misc]
+            target=reactor.run,  # type: ignore[misc]  # Twisted types run() as an interface method
             kwargs={"installSignalHandlers": False},
             name="sitewalk-reactor",
             daemon=True,
@@ -292,10 +294,10 @@ async def _run_async(call: _Walk) -> tuple[Report, list[Any]]:
             asyncioreactor.install(eventloop=running)
             from twisted.internet import reactor
 
-            reactor.startRunning(installSignalHandlers=False)  # type: ignore[attr-defined]
+            reactor.startRunning(installSignalHandlers=False)
             # Nothing fires the shutdown of a reactor on a loop it does not run: its thread pool
             # (host name lookups) must not keep the process alive once the caller's loop ends.
-            reactor.getThreadPool().threadFactory = functools.partial(  # type: ignore[attr-defined]
+            reactor.getThreadPool().threadFactory = functools.partial(
                 threading.Thread, daemon=True
             )
             loop = running

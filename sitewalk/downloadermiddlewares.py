@@ -20,10 +20,10 @@ from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, RobotsUnreac
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
+
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 

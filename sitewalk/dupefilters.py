@@ -11,11 +11,11 @@ from sitewalk.links import normalize
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
+    # typing.Self requires Python 3.11
+    from typing import Self
+
     from scrapy import Request
     from scrapy.crawler import Crawler
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 

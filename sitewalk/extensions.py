@@ -15,11 +15,11 @@ from sitewalk.items import Report
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
+    # typing.Self requires Python 3.11
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 

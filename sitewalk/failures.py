@@ -13,6 +13,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
+
 # Scrapy raises IgnoreRequest from this private exception when a body grows past the download
 # size limit while it is decompressed; no public exception tells that case apart.
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded

@@ -180,7 +180,7 @@ class PageReader:
             stdin.close()
         try:
             await asyncio.wait_for(self._process.wait(), timeout=5)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._process.kill()
             await self._process.wait()
         await asyncio.gather(self._answers, return_exceptions=True)

@@ -16,10 +16,10 @@ from sitewalk.state import Walk
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from scrapy.crawler import Crawler
-
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
+
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 

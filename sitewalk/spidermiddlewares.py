@@ -11,17 +11,17 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from sitewalk.items import Match, Page
-from sitewalk.text import page_lines
 from sitewalk.state import Walk
+from sitewalk.text import page_lines
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
+    # typing.Self requires Python 3.11
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -96,7 +97,7 @@ def test_max_bytes_is_shared_by_all_pages(make_site):
 
 def request_gaps(site: Any) -> list[float]:
     times = [e["time"] for e in site.requests() if e["path"] != "/robots.txt"]
-    return [b - a for a, b in zip(times, times[1:])]
+    return [b - a for a, b in pairwise(times)]
 
 
 def test_delay_between_request_starts(make_site):

@@ -49,10 +49,9 @@ async def serve(workdir: Path, *args: str, env: dict[str, str] | None = None) ->
         command=sys.executable, args=["-m", "sitewalk.mcp", *args], env=env, cwd=str(workdir)
     )
     with log_path.open("w", encoding="utf-8") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield Server(session, log_path)
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield Server(session, log_path)
 
 
 @pytest.fixture(scope="module")

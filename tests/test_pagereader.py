@@ -11,8 +11,7 @@ import pytest
 
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
-from sitewalk.pagereader import PageReader, read_page
-from sitewalk.pagereader import HELPER_MIN_BYTES
+from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, read_page
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 

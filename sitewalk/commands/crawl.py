@@ -66,21 +66,15 @@ class _Interrupt:
         self.crawler = crawler
 
     def install_when_running(self) -> None:
-        from twisted.internet import reactor
-
-        reactor.addSystemEventTrigger("after", "startup", install_shutdown_handlers, self.first)  # type: ignore[attr-defined]
+        _reactor().addSystemEventTrigger("after", "startup", install_shutdown_handlers, self.first)
 
     def first(self, signum: int, _: Any) -> None:
-        from twisted.internet import reactor
-
         install_shutdown_handlers(self.second)
-        reactor.callFromThread(self._stop_walk, signum)  # type: ignore[attr-defined]
+        _reactor().callFromThread(self._stop_walk, signum)
 
     def second(self, signum: int, _: Any) -> None:
-        from twisted.internet import reactor
-
         install_shutdown_handlers(signal.SIG_IGN)
-        reactor.callFromThread(self._stop_now, signum)  # type: ignore[attr-defined]
+        _reactor().callFromThread(self._stop_now, signum)
 
     # Logging cannot happen in a signal handler (the stream may be mid-write): these run on the reactor.
     def _stop_walk(self, signum: int) -> None:
@@ -90,7 +84,12 @@ class _Interrupt:
             walk.stop("interrupted", left_unfetched=True)
 
     def _stop_now(self, signum: int) -> None:
-        from twisted.internet import reactor
-
         logger.info("Received %s twice: stopping now", signal_names[signum])
-        reactor.stop()  # type: ignore[attr-defined]
+        _reactor().stop()
+
+
+def _reactor() -> Any:
+    """The installed reactor (imported late: the crawler process installs it)."""
+    from twisted.internet import reactor
+
+    return reactor

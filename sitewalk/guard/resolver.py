@@ -19,12 +19,11 @@ from sitewalk.guard.addresses import _SETTING, _Network, literal_ip, parse_netwo
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterable, Sequence
-    from typing import Protocol
+    from typing import Protocol, Self
 
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.base import ReactorBase
-    from typing_extensions import Self
 
     # Structural stand-ins for Twisted's zope interfaces, which mypy cannot
     # check without the mypy-zope plugin.

@@ -17,12 +17,12 @@ from sitewalk.state import Walk
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
+    # typing.Self requires Python 3.11
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
 
 __all__ = ["SitewalkSpider"]
 
@@ -107,7 +107,7 @@ class SitewalkSpider(Spider):
         encoding: str | None = getattr(response, "encoding", None)
         read, tree = ReadPage(None, [], None), None
         if is_html(content_type) and response.body:
-            markup = response.body if encoding in UTF8_CHARSETS else response.text  # type: ignore[attr-defined]
+            markup = response.body if encoding in UTF8_CHARSETS else response.text
             successful = 200 <= response.status < 300
             read, tree = await self._reader.read(
                 markup, response.url,
