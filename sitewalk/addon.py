@@ -28,7 +28,6 @@ from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
-    # typing.Self requires Python 3.11
     from typing import Self
 
     from scrapy.crawler import Crawler

@@ -27,14 +27,13 @@ _REACTOR_LOCK = threading.Lock()
 _STOPPING: set[asyncio.Future[None]] = set()
 
 
-def walk(
-    seed: str | None = None,
-    *,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> Report:
+# An on_page callback: a function or coroutine function of a Page; False stops the walk.
+OnPage = Callable[[Page], Any] | None
+ScrapySettings = Mapping[str, Any] | None
+
+
+def walk(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
+         settings: ScrapySettings = None, **options: Any) -> Report:
     """Walk the site from ``seed`` and return the report; blocks until the walk ends.
 
     ``options`` are the walk's arguments (``max_depth``, ``max_pages``, ``delay``, ``deadline``,
@@ -49,90 +48,54 @@ def walk(
     :class:`SeedError` when the seed cannot be fetched and :class:`SitewalkError` for invalid
     arguments. Can be called any number of times per process.
     """
-    report, _ = _run_blocking(_Walk(_options(seed, options), on_page, on_page_stops, settings, None))
-    return report
+    return _run_blocking(_Walk.of(seed, options, on_page, on_page_stops, settings, None))[0]
 
 
-async def walk_async(
-    seed: str | None = None,
-    *,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> Report:
+async def walk_async(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
+                     settings: ScrapySettings = None, **options: Any) -> Report:
     """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
-    report, _ = await _run_async(_Walk(_options(seed, options), on_page, on_page_stops, settings, None))
-    return report
+    return (await _run_async(_Walk.of(seed, options, on_page, on_page_stops, settings, None)))[0]
 
 
-def grep(
-    seed: str | None = None,
-    pattern: str | None = None,
-    *,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> tuple[list[Match], Report]:
+def grep(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
+         settings: ScrapySettings = None, **options: Any) -> tuple[list[Match], Report]:
     """Search the visible text of every page for ``pattern``; returns the matches and the report.
 
     Options as for :func:`walk` plus ``max_matches``, ``ignore_case``, ``fixed_strings`` and
     ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``);
     ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
-    values = _options(seed, {**options, "grep": pattern})
-    report, matches = _run_blocking(_Walk(values, on_page, on_page_stops, settings, Match))
+    call = _Walk.of(seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
+    report, matches = _run_blocking(call)
     return matches, report
 
 
-async def grep_async(
-    seed: str | None = None,
-    pattern: str | None = None,
-    *,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> tuple[list[Match], Report]:
+async def grep_async(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage = None,
+                     on_page_stops: bool = True, settings: ScrapySettings = None,
+                     **options: Any) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
-    values = _options(seed, {**options, "grep": pattern})
-    report, matches = await _run_async(_Walk(values, on_page, on_page_stops, settings, Match))
+    call = _Walk.of(seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
+    report, matches = await _run_async(call)
     return matches, report
 
 
-def extract(
-    seed: str | None = None,
-    *,
-    css: str | None = None,
-    xpath: str | None = None,
-    regex: str | None = None,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> tuple[list[Extract], Report]:
+def extract(seed: str | None = None, *, css: str | None = None, xpath: str | None = None, regex: str | None = None,
+            on_page: OnPage = None, on_page_stops: bool = True, settings: ScrapySettings = None,
+            **options: Any) -> tuple[list[Extract], Report]:
     """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
     returns one :class:`Extract` per page with values, and the report."""
-    values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = _run_blocking(_Walk(values, on_page, on_page_stops, settings, Extract))
+    selector = {"css": css, "xpath": xpath, "regex": regex}
+    report, items = _run_blocking(_Walk.of(seed, {**options, **selector}, on_page, on_page_stops, settings, Extract))
     return items, report
 
 
-async def extract_async(
-    seed: str | None = None,
-    *,
-    css: str | None = None,
-    xpath: str | None = None,
-    regex: str | None = None,
-    on_page: Callable[[Page], Any] | None = None,
-    on_page_stops: bool = True,
-    settings: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> tuple[list[Extract], Report]:
+async def extract_async(seed: str | None = None, *, css: str | None = None, xpath: str | None = None,
+                        regex: str | None = None, on_page: OnPage = None, on_page_stops: bool = True,
+                        settings: ScrapySettings = None, **options: Any) -> tuple[list[Extract], Report]:
     """:func:`extract` for asyncio programs."""
-    values = _options(seed, {**options, "css": css, "xpath": xpath, "regex": regex})
-    report, items = await _run_async(_Walk(values, on_page, on_page_stops, settings, Extract))
+    selector = {"css": css, "xpath": xpath, "regex": regex}
+    call = _Walk.of(seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
+    report, items = await _run_async(call)
     return items, report
 
 
@@ -141,18 +104,20 @@ class _Walk:
     """One call's walk: its arguments, its callback, its Scrapy settings and the items it returns."""
 
     options: dict[str, Any]
-    on_page: Callable[[Page], Any] | None
+    on_page: OnPage
     on_page_stops: bool
-    settings: Mapping[str, Any] | None
+    settings: ScrapySettings
     collect: type | None
 
-
-def _options(seed: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    values = {key: value for key, value in options.items() if value is not None}
-    if seed is not None:
-        values["seed"] = seed
-    WalkConfig.from_mapping(values)  # bad input fails here, before anything starts
-    return values
+    @classmethod
+    def of(cls, seed: str | None, options: Mapping[str, Any], on_page: OnPage, on_page_stops: bool,
+           settings: ScrapySettings, collect: type | None) -> _Walk:
+        """The call's walk; bad arguments fail here, before anything starts."""
+        values = {key: value for key, value in options.items() if value is not None}
+        if seed is not None:
+            values["seed"] = seed
+        WalkConfig.from_mapping(values)
+        return cls(values, on_page, on_page_stops, settings, collect)
 
 
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:

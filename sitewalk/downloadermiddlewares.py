@@ -17,10 +17,9 @@ from twisted.python.failure import Failure
 
 from sitewalk import guard
 from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
-from sitewalk.state import Walk
+from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
-    # typing.Self requires Python 3.11
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -75,7 +74,7 @@ class AddressGuardMiddleware:
                 raise Refused(reason) from None
 
 
-class SameOriginMiddleware:
+class SameOriginMiddleware(WalkComponent):
     """Keeps the walk on the origin of the seed's final URL (after its redirects).
 
     The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to another
@@ -84,18 +83,10 @@ class SameOriginMiddleware:
     ``redirected off-origin to <url>``.
     """
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._frontier = Walk.of(crawler).frontier
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
     def process_request(self, request: Request) -> None:
         if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META):
             return
-        if self._frontier.same_origin(request.url):
+        if self.walk.frontier.same_origin(request.url):
             return
         self.crawler.stats.inc_value("sitewalk/origin/refused")
         raise OffOrigin(f"redirected off-origin to {request.url}")
@@ -177,7 +168,7 @@ class RobotsTxtMiddleware:
         return reason
 
 
-class BudgetMiddleware:
+class BudgetMiddleware(WalkComponent):
     """Gives each request what is left of the walk's budget, so limits bite mid-download.
 
     Sets meta ``download_timeout`` to the seconds left before the deadline and ``download_maxsize``
@@ -188,22 +179,17 @@ class BudgetMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        walk = Walk.of(crawler)
-        self._budget = walk.budget
-        self._gate = walk.gate
+        super().__init__(crawler)
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
     def process_request(self, request: Request) -> None:
-        seconds = max(self._budget.seconds_left(), 0.001)
+        budget = self.walk.budget
+        seconds = max(budget.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
         if not request.meta.get(ROBOTS_META):
-            left = max(self._budget.bytes_left(), 1)
+            left = max(budget.bytes_left(), 1)
             budget_bound = not self._maxsize or left <= self._maxsize
             request.meta["download_maxsize"] = left if budget_bound else self._maxsize
             request.meta["sitewalk_budget_maxsize"] = budget_bound
-            self._gate.request_started()
+            self.walk.gate.request_started()

@@ -8,21 +8,17 @@ from typing import TYPE_CHECKING
 from scrapy.dupefilters import BaseDupeFilter
 
 from sitewalk.links import normalize
-from sitewalk.state import Walk
+from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
-    # typing.Self requires Python 3.11
-    from typing import Self
-
     from scrapy import Request
-    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["WalkDupeFilter"]
 
 
-class WalkDupeFilter(BaseDupeFilter):
+class WalkDupeFilter(WalkComponent, BaseDupeFilter):
     """Remembers URLs (fragment dropped), not request fingerprints.
 
     The frontier admits each link once, when it is first seen, so a request it made is never a
@@ -31,18 +27,10 @@ class WalkDupeFilter(BaseDupeFilter):
     building a fingerprint per link, keeps the per-link cost to one set lookup.
     """
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._frontier = Walk.of(crawler).frontier
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
     def request_seen(self, request: Request) -> bool:
         if not request.meta.get("redirect_urls"):
             return False
-        return not self._frontier.record(normalize(request.url))
+        return not self.walk.frontier.record(normalize(request.url))
 
     def log(self, request: Request, spider: object = None) -> None:
         self.crawler.stats.inc_value("sitewalk/dupefilter/filtered")

@@ -12,11 +12,9 @@ from scrapy.utils.asyncio import create_looping_call
 
 from sitewalk import jobs
 from sitewalk.items import Report
-from sitewalk.state import Walk
+from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
-    # typing.Self requires Python 3.11
-    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
@@ -26,7 +24,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["WalkBudget", "WalkReport"]
 
 
-class WalkBudget:
+class WalkBudget(WalkComponent):
     """The budget's clock and the walk's pace.
 
     The deadline counts from ``spider_opened``. A robots.txt ``Crawl-delay`` for
@@ -38,19 +36,14 @@ class WalkBudget:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        walk = Walk.of(crawler)
-        self._budget = walk.budget
-        self._gate = walk.gate
+        super().__init__(crawler)
+        self._budget = self.walk.budget
         self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
         self._interval = crawler.settings.getfloat("SITEWALK_PROGRESS_INTERVAL")
         self._progress = create_looping_call(self._budget.log_progress)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
 
     def spider_opened(self) -> None:
         self._budget.start_clock()
@@ -63,11 +56,11 @@ class WalkBudget:
 
     def robots_parsed(self, robotparser: RobotParser) -> None:
         delay = robotparser.crawl_delay(self._user_agent)
-        if delay and self._gate.slow_down(delay):
+        if delay and self.walk.gate.slow_down(delay):
             logger.info("robots.txt Crawl-delay %gs is longer than the walk's delay: using it", delay)
 
 
-class WalkReport:
+class WalkReport(WalkComponent):
     """Writes how the walk went when it ends: the report (``report`` argument, or beside a
     scrapyd job's items), its one-line summary in the log, and with JOBDIR the state a resumed
     walk goes on from.
@@ -77,18 +70,13 @@ class WalkReport:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._walk = Walk.of(crawler)
-        self._path = jobs.report_path(crawler.settings, self._walk.config.report, self._walk.job)
+        super().__init__(crawler)
+        self._path = jobs.report_path(crawler.settings, self.walk.config.report, self.walk.job)
         self.report: Report | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
     def spider_closed(self, reason: str) -> None:
-        walk = self._walk
+        walk = self.walk
         stopped = {"finished": None, "shutdown": "interrupted"}.get(reason, reason)
         if stopped:
             self.crawler.stats.inc_value(f"sitewalk/budget/stopped/{stopped}")

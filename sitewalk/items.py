@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,10 +15,9 @@ __all__ = ["Extract", "IndexEntry", "Match", "Page", "Report", "is_html", "media
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
-# Compared by identity, and never printed with its headers and body (Scrapy logs items at DEBUG).
 @dataclass(eq=False)
-class Page:
-    """One fetched page, as every consumer sees it (not exported as such: it carries the body)."""
+class _Fetched:
+    """What the index says of a fetched page."""
 
     url: str
     final_url: str
@@ -28,6 +27,13 @@ class Page:
     content_type: str | None
     title: str | None
     found_on: str | None
+
+
+# Compared by identity, and never printed with its headers and body (Scrapy logs items at DEBUG).
+@dataclass(eq=False)
+class Page(_Fetched):
+    """One fetched page, as every consumer sees it (not exported as such: it carries the body)."""
+
     headers: dict[str, str] = field(repr=False)
     body: bytes = field(repr=False)
     encoding: str | None = None
@@ -77,30 +83,12 @@ def is_html(media: str | None) -> bool:
 
 
 @dataclass
-class IndexEntry:
+class IndexEntry(_Fetched):
     """The index consumer's item: one per fetched page, in fetch order."""
-
-    url: str
-    final_url: str
-    status: int
-    byte_count: int
-    depth: int
-    content_type: str | None
-    title: str | None
-    found_on: str | None
 
     @classmethod
     def from_page(cls, page: Page) -> IndexEntry:
-        return cls(
-            url=page.url,
-            final_url=page.final_url,
-            status=page.status,
-            byte_count=page.byte_count,
-            depth=page.depth,
-            content_type=page.content_type,
-            title=page.title,
-            found_on=page.found_on,
-        )
+        return cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
 
 
 @dataclass

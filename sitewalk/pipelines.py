@@ -11,13 +11,10 @@ from parsel import Selector
 from scrapy.exceptions import NotConfigured
 
 from sitewalk.items import Extract, IndexEntry, Page
-from sitewalk.state import Walk
+from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    # typing.Self requires Python 3.11
-    from typing import Self
 
     from scrapy.crawler import Crawler
 
@@ -26,7 +23,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["CallbackPipeline", "ExtractPipeline", "IndexPipeline"]
 
 
-class CallbackPipeline:
+class CallbackPipeline(WalkComponent):
     """Calls the API's ``on_page(page)`` (a function or coroutine function) for every page.
 
     A return value of ``False`` stops the walk with ``stopped == "callback"``; nothing after this
@@ -37,17 +34,12 @@ class CallbackPipeline:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        walk = Walk.of(crawler)
-        if walk.on_page is None:
+        super().__init__(crawler)
+        if self.walk.on_page is None:
             raise NotConfigured
-        self._walk = walk
-        self._on_page = walk.on_page
-        if walk.on_page_stops:
-            walk.gate.add_check(self.may_stop)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        self._on_page = self.walk.on_page
+        if self.walk.on_page_stops:
+            self.walk.gate.add_check(self.may_stop)
 
     def may_stop(self, pages: Sequence[Page | None]) -> bool:
         """Any page in hand may be the one ``on_page`` stops at."""
@@ -61,22 +53,15 @@ class CallbackPipeline:
                     verdict = await verdict
             except Exception as exc:  # noqa: BLE001 - the walk ends and the API raises it again
                 logger.info("on_page raised %s on %s: stopping the walk", type(exc).__name__, item.final_url)
-                self._walk.fail(exc)
+                self.walk.fail(exc)
             else:
                 if verdict is False:
-                    self._walk.stop("callback")
+                    self.walk.stop("callback")
         return item
 
 
-class IndexPipeline:
+class IndexPipeline(WalkComponent):
     """The index consumer: turns each page into an :class:`IndexEntry` for the feed."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        Walk.of(crawler)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):
@@ -84,7 +69,7 @@ class IndexPipeline:
         return item
 
 
-class ExtractPipeline:
+class ExtractPipeline(WalkComponent):
     """The extract consumer: the values of a ``css`` or ``xpath`` selector on each HTML page.
 
     Values are what parsel's ``getall()`` yields: text or attribute values for ``::text``,
@@ -97,17 +82,13 @@ class ExtractPipeline:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        config = Walk.of(crawler).config
+        super().__init__(crawler)
+        config = self.walk.config
         if config.css is None and config.xpath is None:
             raise NotConfigured
-        self.crawler = crawler
         self.css = config.css
         self.xpath = config.xpath
         self.regex = re.compile(config.regex) if config.regex is not None else None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page) or not item.is_html or not 200 <= item.status < 300:

@@ -11,14 +11,11 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from sitewalk.items import Match, Page
-from sitewalk.state import Walk
+from sitewalk.state import WalkComponent
 from sitewalk.text import page_lines
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
-
-    # typing.Self requires Python 3.11
-    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -28,7 +25,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["ConsumedMiddleware", "GrepMiddleware"]
 
 
-class ConsumedMiddleware:
+class ConsumedMiddleware(WalkComponent):
     """Tells the walk's gate when a page, and every item made from it, went through the pipelines.
 
     It sees the spider's output last (the lowest order), so it counts the items that the other
@@ -38,14 +35,10 @@ class ConsumedMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        self._gate = Walk.of(crawler).gate
-        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
-        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
-        crawler.signals.connect(self.item_error, signal=signals.item_error)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        super().__init__(crawler)
+        self._gate = self.walk.gate
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(self.item_done, signal=signal)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         try:
@@ -56,17 +49,12 @@ class ConsumedMiddleware:
         finally:
             self._gate.output_done(response)
 
-    def item_scraped(self, response: Response) -> None:
-        self._gate.item_done(response)
-
-    def item_dropped(self, response: Response) -> None:
-        self._gate.item_done(response)
-
-    def item_error(self, response: Response) -> None:
+    def item_done(self, response: Response) -> None:
+        """An item went through the pipelines (``item_scraped``), or was dropped or failed there."""
         self._gate.item_done(response)
 
 
-class GrepMiddleware:
+class GrepMiddleware(WalkComponent):
     """The grep consumer: one :class:`Match` per line of a page's text that matches ``grep``,
     ahead of the page itself (which a feed of matches leaves out).
 
@@ -86,12 +74,11 @@ class GrepMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        walk = Walk.of(crawler)
+        super().__init__(crawler)
+        walk = self.walk
         config = walk.config
         if config.grep is None:
             raise NotConfigured
-        self.crawler = crawler
-        self._walk = walk
         pattern = re.escape(config.grep) if config.fixed_strings else config.grep
         self._search = re.compile(pattern, re.IGNORECASE if config.ignore_case else 0).search
         self.max_matches = config.max_matches
@@ -104,10 +91,6 @@ class GrepMiddleware:
         self._found: WeakKeyDictionary[Page, tuple[list[str] | None, list[int]]] = WeakKeyDictionary()
         self._counted: WeakSet[Page] = WeakSet()
         walk.gate.add_check(self.may_stop)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
 
     @property
     def matches(self) -> int:
@@ -166,5 +149,5 @@ class GrepMiddleware:
             stats.inc_value("sitewalk/grep/matches", len(matches))
             if self.matches >= self.max_matches:
                 logger.info("max_matches=%d reached on %s: stopping the walk", self.max_matches, page.final_url)
-                self._walk.stop("callback")
+                self.walk.stop("callback")
         return matches

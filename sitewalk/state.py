@@ -14,13 +14,14 @@ from sitewalk.gate import Gate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Self
 
     from scrapy.crawler import Crawler
 
     from sitewalk.config import WalkConfig
     from sitewalk.items import Page
 
-__all__ = ["Budget", "Results", "Walk"]
+__all__ = ["Budget", "Results", "Walk", "WalkComponent"]
 
 logger = logging.getLogger(__name__)
 
@@ -172,3 +173,16 @@ class Walk:
         self.results.consumers.update(state["consumers"])
         self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
         self.resumed = True
+
+
+class WalkComponent:
+    """Base of the walk's Scrapy components: built with ``from_crawler``, they keep the crawler
+    and the walk they share (NotConfigured for any spider but sitewalk's)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.walk = Walk.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,7 +18,9 @@ from sitewalk.items import Page
 from sitewalk.mcp.options import ServerOptions
 from sitewalk.mcp.text import count, for_this_server, grep_lines, index_line, report_notices, result
 
-__all__ = ["ServerOptions", "build_server"]
+__all__ = ["build_server"]
+
+_T = TypeVar("_T")
 
 
 class WalkFailure(BaseModel):
@@ -115,37 +118,17 @@ def _web_crawl(options: ServerOptions) -> Any:
         """List the pages of a web site, breadth first from a URL: one line per fetched page,
         `URL STATUS BYTES bytes — TITLE`, then notices about anything skipped, failed or cut.
         The walk's report is the structured result."""
-        progress = _Progress(ctx, max_pages)
-        try:
-            report = await walk_async(
-                url,
-                on_page=progress.on_page,
-                on_page_stops=False,
-                settings=options.settings(),
-                max_depth=max_depth,
-                max_pages=max_pages,
-                deadline=deadline,
-                max_bytes=max_bytes,
-                delay=options.delay,
-            )
-        except SitewalkError as exc:
-            raise ToolError(for_this_server(str(exc))) from None
+        progress = _Progress(ctx, options, max_pages)
+        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
+        report = await progress.run(walk_async(url, max_depth=max_depth, **progress.arguments(budgets)))
         lines = [index_line(page) for page in progress.pages]
         summary = (
             f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
             f"in {report.elapsed_s:.1f}s."
         )
-        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
         notices = report_notices(report, budgets, options)
-        return result(
-            lines,
-            summary,
-            notices,
-            report,
-            options,
-            unit="pages",
-            narrow="lower max_pages or max_depth, or start from a deeper URL",
-        )
+        narrow = "lower max_pages or max_depth, or start from a deeper URL"
+        return result(lines, summary, notices, report, options, unit="pages", narrow=narrow)
 
     return web_crawl
 
@@ -171,42 +154,21 @@ def _web_grep(options: ServerOptions) -> Any:
         """Search the visible text of a web site's pages, walked breadth first from a URL, for a
         pattern: matching lines grouped by page (`N: line`, context lines `N- line`), then notices
         about anything skipped, failed or cut. The walk's report is the structured result."""
-        progress = _Progress(ctx, max_pages)
-        try:
-            matches, report = await grep_async(
-                url,
-                pattern,
-                on_page=progress.on_page,
-                on_page_stops=False,
-                settings=options.settings(),
-                max_matches=max_matches,
-                ignore_case=ignore_case,
-                context=context,
-                fixed_strings=fixed_strings,
-                max_depth=max_depth,
-                max_pages=max_pages,
-                deadline=deadline,
-                max_bytes=max_bytes,
-                delay=options.delay,
-            )
-        except SitewalkError as exc:
-            raise ToolError(for_this_server(str(exc))) from None
+        progress = _Progress(ctx, options, max_pages)
+        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
+        matches, report = await progress.run(grep_async(
+            url, pattern, max_depth=max_depth, ignore_case=ignore_case, context=context,
+            fixed_strings=fixed_strings, **progress.arguments(budgets),
+        ))
         pages = len({match.url for match in matches})
         summary = (
             f"{count(len(matches), 'matching line')} on {pages} of {count(report.fetched, 'page')} "
             f"from {report.origin} in {report.elapsed_s:.1f}s."
         )
-        budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
         notices = report_notices(report, budgets, options)
-        return result(
-            grep_lines(matches),
-            summary,
-            notices,
-            report,
-            options,
-            unit="lines of matches and context",
-            narrow="a narrower pattern, lower max_matches, context, max_pages or max_depth",
-        )
+        narrow = "a narrower pattern, lower max_matches, context, max_pages or max_depth"
+        return result(grep_lines(matches), summary, notices, report, options, unit="lines of matches and context",
+                      narrow=narrow)
 
     return web_grep
 
@@ -219,10 +181,24 @@ class _Progress:
     the crawl when its caller is cancelled).
     """
 
-    def __init__(self, ctx: Context, total: int) -> None:
+    def __init__(self, ctx: Context, options: ServerOptions, total: int) -> None:
         self.ctx = ctx
+        self.options = options
         self.total = total
         self.pages: list[tuple[str, int, int, str | None]] = []
+
+    def arguments(self, budgets: dict[str, Any]) -> dict[str, Any]:
+        """The API arguments every walk of this server's tools takes, with the call's ``budgets``."""
+        options = self.options
+        return {"on_page": self.on_page, "on_page_stops": False, "settings": options.settings(),
+                "delay": options.delay, **budgets}
+
+    async def run(self, walk: Awaitable[_T]) -> _T:
+        """The walk's result; a walk that cannot be made is an error the model can read."""
+        try:
+            return await walk
+        except SitewalkError as exc:
+            raise ToolError(for_this_server(str(exc))) from None
 
     async def on_page(self, page: Page) -> bool:
         self.pages.append((page.final_url, page.status, page.byte_count, page.title))

@@ -16,8 +16,6 @@ from sitewalk.state import Walk
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
-
-    # typing.Self requires Python 3.11
     from typing import Self
 
     from scrapy.crawler import Crawler
