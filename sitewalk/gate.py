@@ -13,9 +13,8 @@ if TYPE_CHECKING:
 
     from sitewalk.items import Page
 
-    # Asked with the pages in hand, in fetch order (None: not read yet): could the consumer stop
-    # on one of them?
-    StopCheck = Callable[[Sequence["Page | None"]], bool]
+    # Asked with the pages in hand, in fetch order: could the consumer stop on one of them?
+    StopCheck = Callable[[Sequence["InHand"]], bool]
 
 __all__ = ["AHEAD", "Gate", "InHand"]
 
@@ -28,8 +27,10 @@ class InHand:
     """A page downloaded and not yet consumed: it is read, its links are admitted to the frontier
     (in fetch order), it goes through the consumers (in fetch order), and then it is done."""
 
-    def __init__(self, previous: InHand | None) -> None:
-        self.page: Page | None = None
+    def __init__(self, page: Page, previous: InHand | None) -> None:
+        self.page = page
+        # Whether the page has been read (its title, links and lines are known).
+        self.read = False
         self._previous = previous
         loop = asyncio.get_running_loop()
         self.admitted: asyncio.Future[None] = loop.create_future()
@@ -68,9 +69,9 @@ class Gate:
 
     A request goes when the previous one is over (its page downloaded, or its failure known),
     when at most :data:`AHEAD` pages are in hand (downloaded, not yet consumed), when no consumer
-    could stop on one of them — each consumer registered with :meth:`add_check` is asked once the
-    pages have been read, so the answer is exact and a consumer that will not stop does not hold
-    the walk — and at least ``delay`` seconds after the previous request started (robots.txt's
+    could stop on one of them — each consumer registered with :meth:`add_check` is asked about
+    the pages in hand whenever one arrives, is read or is consumed, so its answer can be exact
+    and a consumer that will not stop does not hold the walk — and at least ``delay`` seconds after the previous request started (robots.txt's
     Crawl-delay can lengthen it, never shorten it). A stop wakes every wait at once.
     """
 
@@ -108,15 +109,15 @@ class Gate:
         self._in_flight = False
         self._changed.set()
 
-    def page_arrived(self, response: Response) -> InHand:
+    def page_arrived(self, response: Response, page: Page) -> InHand:
         self._in_flight = False
-        self._latest = entry = InHand(self._latest)
+        self._latest = entry = InHand(page, self._latest)
         self._in_hand[id(response)] = entry
         self._changed.set()
         return entry
 
-    def page_read(self, entry: InHand, page: Page) -> None:
-        entry.page = page
+    def page_read(self, entry: InHand) -> None:
+        entry.read = True
         self._changed.set()
 
     def links_admitted(self, entry: InHand) -> None:
@@ -173,8 +174,8 @@ class Gate:
     def _may_go(self) -> bool:
         if len(self._in_hand) > self._ahead:
             return False
-        pages = [entry.page for entry in self._in_hand.values()]
-        return not any(check(pages) for check in self._checks)
+        in_hand = list(self._in_hand.values())
+        return not any(check(in_hand) for check in self._checks)
 
     async def _until(self, condition: Callable[[], bool]) -> None:
         while not self._stopping and not condition():

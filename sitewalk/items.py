@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report", "is_html", "media_type"]
+__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report", "media_type"]
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -57,6 +57,10 @@ class Page(_Fetched):
             self._tree = parse_html(self.body if utf8 else self.text)
         return self._tree
 
+    def add_reading(self, title: str | None, lines: list[str] | None, tree: LexborHTMLParser | None) -> None:
+        """What reading the page found (the walk reads it after it arrived); ``tree`` if parsed here."""
+        self.title, self.lines, self._tree = title, lines, tree
+
     @property
     def is_html(self) -> bool:
         return self.content_type in _HTML_TYPES
@@ -76,10 +80,6 @@ def media_type(response: Response) -> str | None:
     if not value:
         return None
     return value.decode("latin-1").split(";", 1)[0].strip().lower() or None
-
-
-def is_html(media: str | None) -> bool:
-    return media in _HTML_TYPES
 
 
 @dataclass

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from sitewalk.gate import InHand
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["CallbackPipeline", "ExtractPipeline", "IndexPipeline"]
@@ -41,9 +43,9 @@ class CallbackPipeline(WalkComponent):
         if self.walk.on_page_stops:
             self.walk.gate.add_check(self.may_stop)
 
-    def may_stop(self, pages: Sequence[Page | None]) -> bool:
+    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
         """Any page in hand may be the one ``on_page`` stops at."""
-        return bool(pages)
+        return bool(in_hand)
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):

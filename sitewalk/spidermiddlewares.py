@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from sitewalk.gate import InHand
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["ConsumedMiddleware", "GrepMiddleware"]
@@ -66,8 +68,9 @@ class GrepMiddleware(WalkComponent):
 
     ``max_matches`` is a budget for the whole walk: once that many matches have been made the walk
     stops (``stopped == "callback"``) and no further page is requested. The walk's gate asks
-    :meth:`may_stop` about the pages in hand once they are read, and this consumer answers with
-    their exact match count.
+    :meth:`may_stop` about the pages in hand: this consumer answers with the exact match count of
+    those read, and for a plain-text pattern tells at once, from its source, a page that cannot
+    match (:class:`sitewalk.text.Absence`), so the next page downloads while it is read.
 
     Stats: ``sitewalk/grep/pages``, ``sitewalk/grep/skipped`` (not text, or not 2xx),
     ``sitewalk/grep/matches``.
@@ -81,6 +84,7 @@ class GrepMiddleware(WalkComponent):
             raise NotConfigured
         pattern = re.escape(config.grep) if config.fixed_strings else config.grep
         self._search = re.compile(pattern, re.IGNORECASE if config.ignore_case else 0).search
+        self._absence = walk.absence
         self.max_matches = config.max_matches
         self.context = config.context
         # Kept in the walk's results so a resumed walk (JOBDIR) goes on counting from there.
@@ -96,18 +100,28 @@ class GrepMiddleware(WalkComponent):
     def matches(self) -> int:
         return self._state["grep_matches"]
 
-    def may_stop(self, pages: Sequence[Page | None]) -> bool:
-        """Whether the matches of ``pages`` (None: not read yet) could reach ``max_matches``."""
+    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
+        """Whether the matches of the pages in hand could reach ``max_matches``."""
         pending = 0
-        for page in pages:
-            if page is None:
-                return True
-            if page not in self._counted:
+        for entry in in_hand:
+            page = entry.page
+            if page in self._counted:
+                continue
+            if entry.read or self._unmatchable(page):
                 pending += len(self._lines_and_hits(page)[1])
-        return bool(pages) and self.matches + pending >= self.max_matches
+            else:
+                return True  # its matches are not known yet
+        return bool(in_hand) and self.matches + pending >= self.max_matches
+
+    def _unmatchable(self, page: Page) -> bool:
+        """Known before reading: an error page is not searched; a plain-text pattern tells a page
+        that cannot match from its source."""
+        return not 200 <= page.status < 300 or (self._absence is not None and self._absence.proven(page))
 
     def _lines_and_hits(self, page: Page) -> tuple[list[str] | None, list[int]]:
         found = self._found.get(page)
+        if found is None and page.is_html and self._unmatchable(page) and 200 <= page.status < 300:
+            found = self._found[page] = ([], [])  # searched from its source: not read for lines
         if found is None:
             lines = page_lines(page) if 200 <= page.status < 300 else None
             search = self._search

@@ -11,6 +11,7 @@ from scrapy.exceptions import NotConfigured
 
 from sitewalk.frontier import Frontier
 from sitewalk.gate import Gate
+from sitewalk.text import Absence
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,6 +120,13 @@ class Walk:
         self.budget = Budget(config)
         self.gate = Gate(config.delay)
         self.results = Results()
+        # For grep with a plain-text pattern: which pages cannot match, told from their source;
+        # they are neither read for lines nor waited for by the gate.
+        self.absence = (
+            Absence.of(config.grep, fixed_strings=config.fixed_strings, ignore_case=config.ignore_case)
+            if config.grep is not None
+            else None
+        )
         self.resumed = False
         # An exception raised by on_page: it ends the walk and is raised again to the API's caller.
         self.error: BaseException | None = None

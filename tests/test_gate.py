@@ -9,7 +9,7 @@ from typing import Any
 
 from scrapy.http import HtmlResponse
 
-from sitewalk.gate import AHEAD
+from sitewalk.gate import AHEAD, InHand
 from sitewalk.items import Page
 from sitewalk.state import Walk
 from tests.conftest import walk_for
@@ -54,7 +54,7 @@ def test_a_request_in_flight_holds_the_next():
         gate.request_over()
         assert await returns(gate.settled(lambda: False))
         gate.request_sent()
-        gate.page_arrived(response())
+        gate.page_arrived(response(), page())
         assert await returns(gate.settled(lambda: False))
 
     asyncio.run(scenario())
@@ -65,7 +65,7 @@ def test_an_empty_frontier_waits_for_the_links_of_the_pages_in_hand():
         gate = gate_for()
         gate.request_sent()
         answer = response()
-        in_hand = gate.page_arrived(answer)
+        in_hand = gate.page_arrived(answer, page())
         assert not await returns(gate.settled(lambda: True))
         assert await returns(gate.settled(lambda: False))  # a queued page may go meanwhile
         gate.links_admitted(in_hand)
@@ -75,23 +75,23 @@ def test_an_empty_frontier_waits_for_the_links_of_the_pages_in_hand():
 
 
 def test_a_consumer_that_may_stop_holds_the_walk_until_the_pages_are_consumed():
-    asked: list[list[Any]] = []
+    asked: list[list[Page]] = []
 
-    def may_stop(pages: Sequence[Page | None]) -> bool:
-        asked.append(list(pages))
-        return any(p is None for p in pages) or len(pages) > 1
+    def may_stop(in_hand: Sequence[InHand]) -> bool:
+        asked.append([entry.page for entry in in_hand])
+        return any(not entry.read for entry in in_hand) or len(in_hand) > 1
 
     async def scenario() -> None:
         gate = gate_for()
         gate.add_check(may_stop)
         first, second = response("/1"), response("/2")
-        one = gate.page_arrived(first)
+        one = gate.page_arrived(first, first_page := page())
         assert not await returns(gate.ready(60))  # not read yet: the answer is not known
-        gate.page_read(one, read := page())
+        gate.page_read(one)
         assert await returns(gate.ready(60))  # read: the consumer says it will not stop on it
-        assert asked[-1] == [read]
-        two = gate.page_arrived(second)
-        gate.page_read(two, page())
+        assert asked[-1] == [first_page]
+        two = gate.page_arrived(second, page())
+        gate.page_read(two)
         assert not await returns(gate.ready(60))  # two pages in hand: it might
         consume(gate, first)
         assert await returns(gate.ready(60))
@@ -105,9 +105,9 @@ def test_at_most_ahead_pages_in_hand():
         gate = gate_for()
         answers = [response(f"/{n}") for n in range(AHEAD + 1)]
         for answer in answers[:AHEAD]:
-            gate.page_arrived(answer)
+            gate.page_arrived(answer, page())
         assert await returns(gate.ready(60))
-        gate.page_arrived(answers[AHEAD])
+        gate.page_arrived(answers[AHEAD], page())
         assert not await returns(gate.ready(60))
         consume(gate, answers[0])
         assert await returns(gate.ready(60))
@@ -120,7 +120,7 @@ def test_pages_take_their_turns_in_fetch_order():
         gate = gate_for()
         order: list[str] = []
         first, second = response("/1"), response("/2")
-        one, two = gate.page_arrived(first), gate.page_arrived(second)
+        one, two = gate.page_arrived(first, page()), gate.page_arrived(second, page())
 
         async def later() -> None:
             await two.turn_to_admit()
@@ -147,7 +147,7 @@ def test_a_page_is_consumed_when_each_of_its_items_is_through():
     async def scenario() -> None:
         gate = gate_for()
         answer = response()
-        in_hand = gate.page_arrived(answer)
+        in_hand = gate.page_arrived(answer, page())
         gate.item_out(answer)
         gate.item_out(answer)
         gate.item_done(answer)

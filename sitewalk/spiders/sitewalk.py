@@ -9,9 +9,9 @@ from scrapy import Request, Spider, signals
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.failures import RobotsDisallowed, RobotsUnreachable, cut_off, describe
-from sitewalk.items import Page, is_html, media_type
+from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
-from sitewalk.pagereader import Reader, ReadPage
+from sitewalk.pagereader import Reader
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
@@ -81,53 +81,39 @@ class SitewalkSpider(Spider):
 
     async def parse(self, response: Response) -> AsyncIterator[Page]:
         walk = self.walk
-        in_hand = walk.gate.page_arrived(response)
-        depth: int = response.meta["sitewalk_depth"]
+        page = _page(response)
+        in_hand = walk.gate.page_arrived(response, page)
         if response.meta.get("sitewalk_seed"):
             walk.frontier.set_origin(response.url)
-        walk.budget.count(len(response.body), depth)
+        walk.budget.count(page.byte_count, page.depth)
         self.crawler.stats.inc_value("sitewalk/budget/pages")
-        self.crawler.stats.inc_value("sitewalk/budget/bytes", len(response.body))
-        page, links = await self._read(response, depth)
-        walk.gate.page_read(in_hand, page)
+        self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
+        links = await self._read(response, page)
+        walk.gate.page_read(in_hand)
         await in_hand.turn_to_admit()
-        offsite = walk.frontier.admit(links, depth + 1, response.url)
+        offsite = walk.frontier.admit(links, page.depth + 1, response.url)
         if offsite:
             self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
         walk.gate.links_admitted(in_hand)
         await in_hand.turn_to_consume()
         yield page
 
-    async def _read(self, response: Response, depth: int) -> tuple[Page, list[str]]:
-        """The page and its links; the HTML of a 2xx page is read for links (within max_depth)
-        and, for grep, its visible lines."""
-        content_type = media_type(response)
-        encoding: str | None = getattr(response, "encoding", None)
-        read, tree = ReadPage(None, [], None), None
-        if is_html(content_type) and response.body:
-            markup = response.body if encoding in UTF8_CHARSETS else response.text
-            successful = 200 <= response.status < 300
-            read, tree = await self._reader.read(
-                markup, response.url,
-                links=successful and depth < self.walk.config.max_depth,
-                lines=successful and self.walk.config.consumer == "grep",
-            )
-        page = Page(
-            url=response.meta.get("redirect_urls", [response.url])[0],
-            final_url=response.url,
-            status=response.status,
-            byte_count=len(response.body),
-            depth=depth,
-            content_type=content_type,
-            title=read.title,
-            found_on=response.meta.get("sitewalk_found_on"),
-            headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
-            body=response.body,
-            encoding=encoding,
-            lines=read.lines,
-            _tree=tree,
+    async def _read(self, response: Response, page: Page) -> list[str]:
+        """Read the HTML of a 2xx page for its title, its links (within max_depth) and, for grep,
+        its visible lines; returns the links."""
+        if not page.is_html or not response.body:
+            return []
+        markup = response.body if page.encoding in UTF8_CHARSETS else response.text
+        successful = 200 <= page.status < 300
+        walk = self.walk
+        absence = walk.absence
+        read, tree = await self._reader.read(
+            markup, response.url,
+            links=successful and page.depth < walk.config.max_depth,
+            lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
         )
-        return page, read.links
+        page.add_reading(read.title, read.lines, tree)
+        return read.links
 
     def errback(self, failure: Failure) -> None:
         walk = self.walk
@@ -170,3 +156,20 @@ class SitewalkSpider(Spider):
 
     async def closed(self, reason: str) -> None:
         await self._reader.close()
+
+
+def _page(response: Response) -> Page:
+    """The page as it arrived; reading it adds its title (and grep's lines)."""
+    return Page(
+        url=response.meta.get("redirect_urls", [response.url])[0],
+        final_url=response.url,
+        status=response.status,
+        byte_count=len(response.body),
+        depth=response.meta["sitewalk_depth"],
+        content_type=media_type(response),
+        title=None,
+        found_on=response.meta.get("sitewalk_found_on"),
+        headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
+        body=response.body,
+        encoding=getattr(response, "encoding", None),
+    )

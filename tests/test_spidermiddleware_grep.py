@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
-from typing import Any
+import random
+from typing import Any, ClassVar
 
 import pytest
 
 from sitewalk import Match, Page, SitewalkError, grep
 from sitewalk.links import parse_html
-from sitewalk.text import page_lines, plain_lines, visible_lines
+from sitewalk.text import Absence, page_lines, plain_lines, visible_lines
 from tests.conftest import LOOPBACK, allow_loopback, run_cli
 
 MATCH_FIELDS = ["url", "line", "text", "before", "after", "depth"]
@@ -354,3 +356,112 @@ def test_cli_invalid_regex_is_one_line_exit_2_and_no_request(make_site, tmp_path
     assert "Traceback" not in result.stderr
     assert site.requests() == []
     assert not (tmp_path / "m.jsonl").exists()
+
+
+# -- what the walk's gate learns before a page is read ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "can_match"),
+    [
+        ("<p>no such word here</p>", False),
+        ("<p>a Mersenne twister</p>", True),
+        ("<p>Mer<b>senne</b></p>", True),  # cut by a tag
+        ("<p>Mer<!-- x > y -->senne</p>", True),  # by a comment holding a >
+        ("<p>Mer<script>var x = 1;</script>senne</p>", True),  # by an element not shown
+        ("<p>Mer<span hidden>x</span>senne</p>", True),
+        ("<p>Mers&#101;nne &amp; co</p>", True),  # a character reference inside it
+        ("<p>Mers&eacute;nne</p>", False),  # a reference to another character
+        ("<p>Mer\0senne</p>", True),  # NUL is dropped by the parser
+        ("<p>Mer</p><p>senne</p>", True),  # two lines: a false alarm, never a miss
+        ("<a title='Mersenne'>x</a>", True),  # in markup: a false alarm
+    ],
+)
+def test_a_page_that_cannot_match_is_told_from_its_source(body, can_match):
+    absence = Absence.of("Mersenne", fixed_strings=False, ignore_case=False)
+    assert absence is not None
+    page = _page("text/html; charset=utf-8", f"<html><body>{body}</body></html>".encode())
+    lines = page_lines(page)
+    assert lines is not None
+    assert absence.proven(page) is not can_match
+    # Never a miss: where a line matches, the page is not called unmatchable.
+    if any("Mersenne" in line for line in lines):
+        assert can_match
+
+
+@pytest.mark.parametrize(
+    ("pattern", "options", "plain"),
+    [
+        ("Mersenne", {}, True),
+        ("a.b(", {"fixed_strings": True}, True),
+        ("two words", {}, True),
+        ("[Dd]eprecated", {}, False),
+        ("a.b", {}, False),
+        ("&amp;", {}, False),
+    ],
+)
+def test_only_plain_text_patterns_are_told_apart_before_reading(pattern, options, plain):
+    absence = Absence.of(pattern, fixed_strings=options.get("fixed_strings", False), ignore_case=False)
+    assert (absence is not None) is plain
+
+
+def test_ignore_case_follows_pythons_case_rules():
+    absence = Absence.of("kelvin", fixed_strings=False, ignore_case=True)
+    assert absence is not None
+    # KELVIN SIGN matches k when case is ignored.
+    assert absence.proven(_page("text/html; charset=utf-8", "<p>\u212aELVIN</p>".encode())) is False
+    assert absence.proven(_page("text/plain; charset=utf-8", b"KELVIN")) is False
+    assert absence.proven(_page("text/plain; charset=utf-8", b"celsius")) is True
+    assert absence.proven(_page("image/png", b"kelvin")) is True  # binary pages are not searched
+
+
+class SlowConsumer:
+    """An item pipeline taking 0.2 s per page; notes how many pages the site had served by then."""
+
+    site: Any = None
+    served: ClassVar[list[int]] = []
+
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, Page):
+            await asyncio.sleep(0.2)
+            SlowConsumer.served.append(len(SlowConsumer.site.paths()))
+        return item
+
+
+def test_pages_that_cannot_match_download_ahead_and_the_budget_still_stops_exactly(make_site):
+    pages = [f"/p{n}" for n in range(8)]
+    spec: dict[str, Any] = {"/": {"title": "Hub", "links": pages}}
+    spec.update({path: {"title": path, "body": "<p>nothing</p>"} for path in pages})
+    spec["/p5"] = {"title": "p5", "body": "<p>needle</p><p>needle</p>"}
+    site = make_site(spec)
+    SlowConsumer.site, SlowConsumer.served = site, []
+    settings = {**LOOPBACK, "ITEM_PIPELINES": {"tests.test_spidermiddleware_grep.SlowConsumer": 900}}
+    matches, report = grep(site("/"), "needle", max_matches=2, delay=0, context=0, settings=settings)
+    assert [m.url for m in matches] == [site("/p5")] * 2
+    # Nothing after the page that spent the budget was requested ...
+    assert site.paths() == ["/", *pages[:6]]
+    assert report.stopped == "callback" and report.unvisited == [site(p) for p in pages[6:]]
+    # ... and pages downloaded while the earlier ones were consumed: none of them could match.
+    ahead = [served - consumed for consumed, served in enumerate(SlowConsumer.served, start=1)]
+    assert max(ahead) > 0, ahead
+
+
+def test_never_a_miss_on_pages_made_of_pieces_of_the_word():
+    """Pages mixing parts of the word with the markup that can cut it: wherever a visible line
+    holds the word, the page is not called unmatchable (seeded, so every run tries the same)."""
+    rng = random.Random(7)
+    cuts = ["", "", "<b>", "</b>", "<i></i>", "<!-- > -->", "<!---->", "<br>", "<wbr>", "<span hidden>x</span>",
+            "<script>s</script>", "<style>p{}</style>", "\0", " ", "\n", "<td>", "<p>", "&lt;", "&nbsp;"]
+    spellings = {"e": ["e", "&#101;", "&#x65;"], "M": ["M", "&#x4D;"], "n": ["n", "&#110;"]}
+    absence = Absence.of("Mersenne", fixed_strings=False, ignore_case=False)
+    assert absence is not None
+    matched = 0
+    for _ in range(2000):
+        word = "".join(rng.choice(spellings.get(char, [char])) + (rng.choice(cuts) if rng.random() < 0.3 else "")
+                       for char in "Mersenne")
+        body = rng.choice(cuts) + word + rng.choice(cuts)
+        page = _page("text/html; charset=utf-8", f"<html><body><p>{body}</p></body></html>".encode())
+        if any("Mersenne" in line for line in page_lines(page) or []):
+            matched += 1
+            assert not absence.proven(page), body
+    assert matched > 900, matched  # the word was made, many ways
