@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import sys
@@ -44,9 +43,6 @@ class Command(ScrapyCrawlCommand):
         crawler = self._create_crawler("sitewalk")
         self.crawler_process.crawl(crawler, **opts.spargs)
         _Interrupt(crawler).install_when_running()
-        # One walk per process: what start-up built lives until the end, so the garbage collector
-        # need not walk it again on every full collection.
-        gc.freeze()
         self.crawler_process.start(install_signal_handlers=False)
         walk = getattr(crawler.spider, "walk", None)
         if walk is None or self.crawler_process.bootstrap_failed:
