@@ -11,7 +11,7 @@ import pytest
 
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
-from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, read_page
+from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, Reader, ReadPage, read_page
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 
@@ -153,3 +153,34 @@ def test_a_site_of_small_pages_needs_no_helper(make_site, monkeypatch):
     big = make_site(SITE)
     walk_pages(big)
     assert starts == [1]
+
+
+def test_the_reader_reads_small_pages_here_and_large_ones_in_a_helper(monkeypatch):
+
+    small = "<html><head><title>Small</title></head><body><a href='/a#x'>a</a><p hidden>h</p><p>t</p></body></html>"
+    large = small.replace("<p>t</p>", "<p>t</p>" + FILLER)
+
+    async def read_both(reader: Reader) -> list[Any]:
+        try:
+            first = await reader.read(small, "http://site.test/", links=True, lines=True)
+            # The first large page starts the helper; pages are read here until it runs.
+            for _ in range(2000):
+                second = await reader.read(large, "http://site.test/", links=True, lines=True)
+                if second[1] is None:
+                    break
+            return [first, second]
+        finally:
+            await reader.close()
+
+    (read, tree), (helper_read, helper_tree) = asyncio.run(read_both(Reader(lines=False)))
+    assert read == ReadPage("Small", ["http://site.test/a"], ["a", "t"]) and tree is not None
+    assert helper_tree is None  # read by the helper: Page.tree parses on first use
+    assert helper_read.title == "Small" and helper_read.links == ["http://site.test/a"]
+    assert helper_read.lines is not None and helper_read.lines[:2] == ["a", "t"]
+
+    async def cannot_start(cls: Any) -> None:
+        return None
+
+    monkeypatch.setattr(PageReader, "start", classmethod(cannot_start))
+    (_, _), (fallback, fallback_tree) = asyncio.run(read_both(Reader(lines=False)))
+    assert fallback == helper_read and fallback_tree is not None  # the same, read here
