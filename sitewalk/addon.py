@@ -48,7 +48,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("DOWNLOADER_MIDDLEWARES", DownloadTimeoutMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", RetryMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None),
-    # The walk keeps every status and URL length, and tracks depth itself (max_depth).
+    # The walk keeps every status and URL length, and tracks depth itself: max_depth is its
+    # limit and its frontier is breadth first, so DEPTH_LIMIT and DEPTH_PRIORITY do nothing here.
     ("SPIDER_MIDDLEWARES", HttpErrorMiddleware, None),
     ("SPIDER_MIDDLEWARES", UrlLengthMiddleware, None),
     ("SPIDER_MIDDLEWARES", DepthMiddleware, None),

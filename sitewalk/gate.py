@@ -71,8 +71,9 @@ class Gate:
     when at most :data:`AHEAD` pages are in hand (downloaded, not yet consumed), when no consumer
     could stop on one of them — each consumer registered with :meth:`add_check` is asked about
     the pages in hand whenever one arrives, is read or is consumed, so its answer can be exact
-    and a consumer that will not stop does not hold the walk — and at least ``delay`` seconds after the previous request started (robots.txt's
-    Crawl-delay can lengthen it, never shorten it). A stop wakes every wait at once.
+    and a consumer that will not stop does not hold the walk — and at least ``delay`` seconds
+    after the previous request started (robots.txt's Crawl-delay can lengthen it, never shorten
+    it). A stop wakes every wait at once.
     """
 
     def __init__(self, delay: float, ahead: int = AHEAD) -> None:
