@@ -19,6 +19,8 @@ from scrapy.exceptions import (
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import error as twisted_errors
 from twisted.internet.defer import CancelledError
+
+# Twisted defines this failure of its HTTP client only in a private module; no public name has it.
 from twisted.web._newclient import ResponseNeverReceived
 
 if TYPE_CHECKING:
