@@ -49,26 +49,22 @@ def stop_at(url: str):
 
 
 @pytest.mark.parametrize(
-    ("options", "stopped"),
+    ("links", "options", "stopped"),
     [
-        ({"max_depth": 0}, None),
-        ({"max_pages": 2}, "max-pages"),
-        ({"deadline": 2}, "deadline"),
-        ({"max_bytes": 100_000, "settings": {"DOWNLOAD_TIMEOUT": 1}}, "max-bytes"),
-        ({"on_page": "stop at /a"}, "callback"),
+        (["/a", "/b"], {"max_depth": 0}, None),
+        (["/a", "/b"], {"max_pages": 2}, "max-pages"),
+        (["/slow", "/b"], {"deadline": 2}, "deadline"),
+        (["/big", "/b"], {"max_bytes": 100_000}, "max-bytes"),
+        (["/a", "/b"], {"on_page": "stop at /a"}, "callback"),
     ],
     ids=["finished", "max-pages", "deadline", "max-bytes", "callback"],
 )
-def test_scrapy_is_told_the_stop(make_site, options, stopped):
-    site = make_site(SITE)
+def test_scrapy_is_told_the_stop(make_site, links, options, stopped):
+    site = make_site({**SITE, "/": {**SITE["/"], "links": links}})
     CloseReason.seen = []
     if options.pop("on_page", None):
         options["on_page"] = stop_at(site("/a"))
-    settings = {**SETTINGS, **options.pop("settings", {})}
-    if stopped == "max-bytes":  # skip the slow page: the big one cuts the walk off
-        settings["DOWNLOAD_TIMEOUT"] = 0.2
-        site = make_site({**SITE, "/": {**SITE["/"], "links": ["/big", "/b"]}})
-    report = walk(site("/"), delay=0, settings=settings, **options)
+    report = walk(site("/"), delay=0, settings=SETTINGS, **options)
     assert report.stopped == stopped
     [(reason, stats)] = CloseReason.seen
     assert reason == stats.get_value("finish_reason") == (stopped or "finished")
