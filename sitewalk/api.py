@@ -103,7 +103,7 @@ async def extract_async(seed: str | None = None, *, css: str | None = None, xpat
 class _Walk:
     """One call's walk: its arguments, its callback, its Scrapy settings and the items it returns."""
 
-    options: dict[str, Any]
+    config: WalkConfig
     on_page: OnPage
     on_page_stops: bool
     settings: ScrapySettings
@@ -116,8 +116,7 @@ class _Walk:
         values = {key: value for key, value in options.items() if value is not None}
         if seed is not None:
             values["seed"] = seed
-        WalkConfig.from_mapping(values)
-        return cls(values, on_page, on_page_stops, settings, collect)
+        return cls(WalkConfig.from_mapping(values), on_page, on_page_stops, settings, collect)
 
 
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:
@@ -146,7 +145,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
             items.append(item)
 
     crawler.signals.connect(item_scraped, signal=signals.item_scraped)
-    crawl = runner.crawl(crawler, on_page=call.on_page, on_page_stops=call.on_page_stops, **call.options)
+    crawl = runner.crawl(crawler, config=call.config, on_page=call.on_page, on_page_stops=call.on_page_stops)
     try:
         await asyncio.shield(crawl)
     except asyncio.CancelledError:

@@ -42,7 +42,9 @@ class SitewalkSpider(Spider):
         self, *args: Any, on_page: Callable[[Page], Any] | None = None, on_page_stops: bool = True, **kwargs: Any
     ) -> None:
         super().__init__()
-        config = WalkConfig.from_mapping(kwargs)
+        # The API hands over the config it checked; -a arguments (strings) are checked here.
+        given = kwargs.get("config")
+        config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
         self._reader = Reader(lines=config.consumer == "grep")
 
