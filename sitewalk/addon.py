@@ -59,6 +59,7 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkReport, 10),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
 )
+_NEVER = ("scrapy.extensions.telnet.TelnetConsole", "scrapy.extensions.remote_control.RemoteControl")
 # What each consumer adds, and the items its feeds hold.
 _CONSUMERS: dict[str, tuple[str, type, int, type]] = {
     "index": ("ITEM_PIPELINES", IndexPipeline, 300, IndexEntry),
@@ -88,6 +89,14 @@ class Addon:
         setting, consumer, order, item_class = _CONSUMERS[walk.config.consumer]
         for name, component, priority in (*_COMPONENTS, (setting, consumer, order)):
             settings.set_in_component_priority_dict(name, component, priority)
+        # The telnet console and remote control must not run (they listen on a port; remote control
+        # runs code). Switched off (TELNETCONSOLE_ENABLED, REMOTE_CONTROL_ENABLED) they would still
+        # be imported, with aiohttp and twisted.conch: 9.5 MB of a walk's memory. Scrapy imports
+        # every key of EXTENSIONS, even one set to None, so they leave EXTENSIONS_BASE by name.
+        base = settings.getdict("EXTENSIONS_BASE")
+        for path in _NEVER:
+            base.pop(path, None)
+        settings.set("EXTENSIONS_BASE", base, priority=settings.getpriority("EXTENSIONS_BASE") or 0)
         if walk.config.headers:
             headers = {**settings.getdict("DEFAULT_REQUEST_HEADERS"), **walk.config.headers}
             settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))

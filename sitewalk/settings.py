@@ -59,11 +59,7 @@ TWISTED_DNS_RESOLVER = "sitewalk.guard.GuardResolver"
 HTTPPROXY_ENABLED = False
 
 # The telnet console and the remote-control endpoint must not run: they listen on a port, and
-# remote control executes code. Left out by name, so they are not even imported.
-EXTENSIONS = {
-    "scrapy.extensions.telnet.TelnetConsole": None,
-    "scrapy.extensions.remote_control.RemoteControl": None,
-}
+# remote control executes code (the add-on also keeps them from being imported).
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
