@@ -92,7 +92,8 @@ class WalkReport(WalkComponent):
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
         )
-        jobs.save_state(self.crawler.settings, walk.snapshot(elapsed), finished=stopped != "interrupted")
+        if jobs.keeps_state(self.crawler.settings):
+            jobs.save_state(self.crawler.settings, walk.snapshot(elapsed), finished=stopped != "interrupted")
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         logger.info("sitewalk: %s", report.summary())

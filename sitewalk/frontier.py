@@ -75,7 +75,8 @@ class Frontier:
 
     def snapshot(self) -> dict[str, Any]:
         """What a resumed walk needs to go on (see :meth:`restore`)."""
-        return {"queue": list(self._queue), "seen": set(self._seen), "origin": self.origin}
+        # Pickled at once: the set itself, not a copy of it (a large walk knows many URLs).
+        return {"queue": list(self._queue), "seen": self._seen, "origin": self.origin}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         self._queue.extend(snapshot["queue"])

@@ -11,7 +11,7 @@ from w3lib.url import file_uri_to_path
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["job_feeds", "load_state", "report_path", "save_state"]
+__all__ = ["job_feeds", "keeps_state", "load_state", "report_path", "save_state"]
 
 _SPIDER = "sitewalk"
 _STATE_VERSION = 2
@@ -45,6 +45,11 @@ def report_path(settings: BaseSettings, report: str | None, job: str | None) -> 
 def _state_path(settings: BaseSettings) -> Path | None:
     jobdir = settings.get("JOBDIR")
     return Path(jobdir) / "sitewalk.state" if jobdir else None
+
+
+def keeps_state(settings: BaseSettings) -> bool:
+    """Whether the walk keeps its state for a resumed run (JOBDIR is set)."""
+    return _state_path(settings) is not None
 
 
 def load_state(settings: BaseSettings, seed: str) -> dict[str, Any] | None:
