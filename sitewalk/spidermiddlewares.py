@@ -120,14 +120,18 @@ class GrepMiddleware(WalkComponent):
 
     def _lines_and_hits(self, page: Page) -> tuple[list[str] | None, list[int]]:
         found = self._found.get(page)
-        if found is None and page.is_html and self._unmatchable(page) and 200 <= page.status < 300:
-            found = self._found[page] = ([], [])  # searched from its source: not read for lines
-        if found is None:
-            lines = page_lines(page) if 200 <= page.status < 300 else None
+        if found is not None:
+            return found
+        successful = 200 <= page.status < 300
+        if successful and page.is_html and self._absence is not None and self._absence.proven(page):
+            found = ([], [])  # searched from its source: not read for lines
+        else:
+            lines = page_lines(page) if successful else None
             search = self._search
             # Most lines of most pages do not match: find the matching ones in one comprehension.
             hits = [index for index, line in enumerate(lines) if search(line) is not None] if lines else []
-            found = self._found[page] = (lines, hits)
+            found = (lines, hits)
+        self._found[page] = found
         return found
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
