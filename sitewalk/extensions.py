@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
+from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
 from sitewalk.items import Report
@@ -33,6 +34,12 @@ class WalkBudget(WalkComponent):
     ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth).
 
     Stats: ``sitewalk/budget/pages``, ``sitewalk/budget/bytes`` (counted by the spider).
+
+    While the walk runs, a Twisted timer fires every second and does nothing else. Each page
+    leaves two cancelled Twisted timers behind (Scrapy's download timeout and the connection
+    pool's keep-alive), and the asyncio reactor drops cancelled timers only when one of its timers
+    fires (``runUntilCurrent``); Scrapy's own looping calls run on asyncio's timers instead. Without
+    the tick, a 20,000-page walk kept 40,000 of them to its end: 20 MB.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -41,23 +48,30 @@ class WalkBudget(WalkComponent):
         self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
         self._interval = crawler.settings.getfloat("SITEWALK_PROGRESS_INTERVAL")
         self._progress = create_looping_call(self._budget.log_progress)
+        self._tick = LoopingCall(_nothing)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
     def spider_opened(self) -> None:
         self._budget.start_clock()
+        self._tick.start(1.0, now=False)
         if self._interval > 0:
             self._progress.start(self._interval, now=False)
 
     def spider_closed(self) -> None:
-        if self._progress.running:
-            self._progress.stop()
+        for looping in (self._progress, self._tick):
+            if looping.running:
+                looping.stop()
 
     def robots_parsed(self, robotparser: RobotParser) -> None:
         delay = robotparser.crawl_delay(self._user_agent)
         if delay and self.walk.gate.slow_down(delay):
             logger.info("robots.txt Crawl-delay %gs is longer than the walk's delay: using it", delay)
+
+
+def _nothing() -> None:
+    """What :class:`WalkBudget`'s tick does: the reactor clears its cancelled timers when it fires."""
 
 
 class WalkReport(WalkComponent):
