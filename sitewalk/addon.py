@@ -21,7 +21,7 @@ from sitewalk.downloadermiddlewares import (
     RobotsTxtMiddleware,
     SameOriginMiddleware,
 )
-from sitewalk.extensions import WalkBudget, WalkReport
+from sitewalk.extensions import WalkBudget, WalkJournal, WalkReport
 from sitewalk.items import Extract, IndexEntry, Match
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
@@ -57,6 +57,7 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("SPIDER_MIDDLEWARES", ConsumedMiddleware, 10),
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
+    ("EXTENSIONS", WalkJournal, 10),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
 )
 _NEVER = ("scrapy.extensions.telnet.TelnetConsole", "scrapy.extensions.remote_control.RemoteControl")

@@ -13,6 +13,7 @@ from scrapy import signals
 from scrapy.settings import Settings
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
+from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.items import Extract, Match, Page, Report
@@ -134,6 +135,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     from sitewalk.spiders.sitewalk import SitewalkSpider
 
     settings = _settings(call.settings)
+    jobs.check_jobdir(settings, call.config.seed)
     _install_resolver(settings)
     runner = AsyncCrawlerRunner(settings)
     crawler = runner.create_crawler(SitewalkSpider)

@@ -1,4 +1,5 @@
-"""Extensions of the walk: its clock and pace (WalkBudget) and its report (WalkReport)."""
+"""Extensions of the walk: its clock and pace (WalkBudget), its report (WalkReport), its JOBDIR
+journal (WalkJournal), and the storage of its local feeds (FileFeedStorage)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.exceptions import NotConfigured
+from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
+from scrapy.utils.asyncio import call_later, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
@@ -16,13 +19,15 @@ from sitewalk.items import Report
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
+    from typing import IO
 
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WalkBudget", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkJournal", "WalkReport"]
 
 
 class WalkBudget(WalkComponent):
@@ -76,8 +81,7 @@ def _nothing() -> None:
 
 class WalkReport(WalkComponent):
     """Writes how the walk went when it ends: the report (``report`` argument, or beside a
-    scrapyd job's items), its one-line summary in the log, and with JOBDIR the state a resumed
-    walk goes on from.
+    scrapyd job's items) and its one-line summary in the log.
 
     ``stopped`` is Scrapy's close reason (``finish_reason``): null for ``finished``,
     ``interrupted`` for Scrapy's own ``shutdown``. Stats: ``sitewalk/budget/stopped/<reason>``.
@@ -106,8 +110,6 @@ class WalkReport(WalkComponent):
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
         )
-        if jobs.keeps_state(self.crawler.settings):
-            jobs.save_state(self.crawler.settings, walk.snapshot(elapsed), finished=stopped != "interrupted")
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         logger.info("sitewalk: %s", report.summary())
@@ -117,3 +119,86 @@ class WalkReport(WalkComponent):
                 "(set -s ROBOTSTXT_OBEY=false to fetch them)",
                 len(report.robots_skipped),
             )
+
+
+class WalkJournal(WalkComponent):
+    """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
+    same command resumes a walk that was stopped, killed or cut off by a power cut.
+
+    A line is written each time a request ends without a page or a page has gone through the
+    consumers (its items are in the feeds by then): what the frontier learnt, the pages done
+    (popped, and neither in flight nor in hand), the failures and robots.txt refusals, the budget
+    the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
+    feeds back to those sizes, so an item of a page fetched again is never written twice.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        path = jobs.journal_path(crawler.settings)
+        if path is None:
+            raise NotConfigured("no JOBDIR")
+        walk = self.walk
+        self._feeds = jobs.local_feeds(crawler.settings)
+        if walk.resumed:
+            jobs.cut_feeds(self._feeds, walk.resumed.feeds)
+        self._journal = jobs.Journal(path, walk.config.seed, resume=bool(walk.resumed))
+        self._failures = len(walk.results.failures)
+        self._skipped = len(walk.results.robots_skipped)
+        # Popped, and in flight or in hand at the last line: done once neither.
+        self._undone: list[str] = []
+        self._last_popped: str | None = None
+        self._due = False
+        walk.gate.when_done(self._changed)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def _changed(self) -> None:
+        # Written once the current callback is over: a failure is recorded after its request
+        # ends, and every feed has written a page's last item when the page is consumed.
+        if not self._due:
+            self._due = True
+            call_later(0, self._write)
+
+    def _write(self) -> None:
+        self._due = False
+        walk = self.walk
+        changes = walk.frontier.take_changes()
+        if changes.popped:
+            self._last_popped = changes.popped[-1]
+        in_hand = walk.gate.in_hand()
+        pending = {page.url for page in in_hand}
+        if walk.gate.in_flight and self._last_popped is not None:
+            pending.add(self._last_popped)
+        popped = self._undone + changes.popped
+        self._undone = [url for url in popped if url in pending]
+        failures, skipped = walk.results.failures, walk.results.robots_skipped
+        self._journal.append({
+            "queued": changes.queued,
+            "seen": changes.seen,
+            "held": changes.held,
+            "done": [url for url in popped if url not in pending],
+            "origin": changes.origin,
+            "failures": failures[self._failures:],
+            "robots_skipped": skipped[self._skipped:],
+            "consumers": walk.results.consumers,
+            # Pages in hand are fetched again by a resumed walk: they count then.
+            "pages": walk.budget.pages - len(in_hand),
+            "bytes": walk.budget.bytes - sum(page.byte_count for page in in_hand),
+            "elapsed": round(walk.budget.elapsed(), 3),
+            "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
+        })
+        self._failures, self._skipped = len(failures), len(skipped)
+
+    def spider_closed(self) -> None:
+        self._write()
+        self._journal.close()
+
+
+class FileFeedStorage(ScrapyFileFeedStorage):
+    """Scrapy's storage of feeds in local files, unbuffered: each item reaches the file when it is
+    exported, so after a crash the feed holds every item written before it (a JSON lines or CSV
+    feed is then whole up to its last line)."""
+
+    def open(self, spider: Spider) -> IO[bytes]:
+        path = Path(self.path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open(self.write_mode, buffering=0)

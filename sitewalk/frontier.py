@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from dataclasses import dataclass, field
 
 import ada_url
 
 from sitewalk.links import normalize
 
-__all__ = ["Frontier"]
+__all__ = ["Changes", "Frontier"]
+
+Entry = tuple[str, int, "str | None"]
+
+
+@dataclass
+class Changes:
+    """What the frontier learnt since the journal last took its changes (JOBDIR only): entries
+    queued, redirect targets recorded, URLs popped, the origin once set, and ``held`` links
+    (the links of pages at ``max_depth``, kept so that a resumed walk with a larger ``max_depth``
+    need not fetch those pages again)."""
+
+    queued: list[Entry] = field(default_factory=list)
+    seen: list[str] = field(default_factory=list)
+    popped: list[str] = field(default_factory=list)
+    held: list[tuple[list[str], int, str]] = field(default_factory=list)
+    origin: str | None = None
 
 
 class Frontier:
@@ -24,10 +40,19 @@ class Frontier:
     """
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[str, int, str | None]] = deque()
+        self._queue: deque[Entry] = deque()
         self._seen: set[str] = set()
         self.origin: str | None = None
         self._prefix = ""
+        self._changes: Changes | None = None
+
+    def keep_changes(self) -> None:
+        """From now on, remember what changes, for :meth:`take_changes` (a walk with JOBDIR)."""
+        self._changes = Changes()
+
+    def take_changes(self) -> Changes:
+        changes, self._changes = self._changes or Changes(), Changes()
+        return changes
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -36,12 +61,16 @@ class Frontier:
         seed = normalize(url)
         self._seen.add(seed)
         self._queue.append((seed, 0, None))
+        if self._changes is not None:
+            self._changes.queued.append((seed, 0, None))
 
     def set_origin(self, final_url: str) -> None:
         """The walk stays on the origin of ``final_url`` (the seed's, after its redirects)."""
         self.origin = ada_url.URL(final_url).origin
         # What every same-origin URL in normalised (WHATWG) form starts with.
         self._prefix = f"{self.origin}/"
+        if self._changes is not None:
+            self._changes.origin = self.origin
 
     def same_origin(self, url: str) -> bool:
         return self.origin is not None and ada_url.URL(url).origin == self.origin
@@ -52,34 +81,44 @@ class Frontier:
         if key in self._seen:
             return False
         self._seen.add(key)
+        if self._changes is not None:
+            self._changes.seen.append(key)
         return True
 
     def admit(self, links: list[str], depth: int, found_on: str) -> int:
         """Queue the same-origin ``links`` not seen before, at ``depth``; returns how many were
         off the origin. Links are normalised and have no fragment (:func:`sitewalk.links.page_links`)."""
         prefix, seen, queue = self._prefix, self._seen, self._queue
-        offsite = 0
+        offsite = queued = 0
         for link in links:
             if not link.startswith(prefix):
                 offsite += 1
             elif link not in seen:
                 seen.add(link)
                 queue.append((link, depth, found_on))
+                queued += 1
+        if self._changes is not None and queued:
+            self._changes.queued.extend(queue[i] for i in range(-queued, 0))
         return offsite
 
-    def pop(self) -> tuple[str, int, str | None]:
-        return self._queue.popleft()
+    def hold(self, links: list[str], depth: int, found_on: str) -> None:
+        """Links beyond ``max_depth`` (at ``depth``): not queued, only kept in the journal."""
+        if self._changes is not None and links:
+            self._changes.held.append((links, depth, found_on))
+
+    def pop(self) -> Entry:
+        entry = self._queue.popleft()
+        if self._changes is not None:
+            self._changes.popped.append(entry[0])
+        return entry
 
     def unvisited(self) -> list[str]:
         return [url for url, _, _ in self._queue]
 
-    def snapshot(self) -> dict[str, Any]:
-        """What a resumed walk needs to go on (see :meth:`restore`)."""
-        # Pickled at once: the set itself, not a copy of it (a large walk knows many URLs).
-        return {"queue": list(self._queue), "seen": self._seen, "origin": self.origin}
-
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        self._queue.extend(snapshot["queue"])
-        self._seen.update(snapshot["seen"])
-        if snapshot["origin"] is not None:
-            self.set_origin(snapshot["origin"])
+    def restore(self, queue: list[Entry], seen: set[str], origin: str | None) -> None:
+        """Go on from a journal's replay (:func:`sitewalk.jobs.replay`): its unfinished queue in
+        order and every URL it knew."""
+        self._queue.extend(queue)
+        self._seen.update(seen)
+        if origin is not None:
+            self.set_origin(origin)

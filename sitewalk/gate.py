@@ -86,9 +86,22 @@ class Gate:
         self._last_start: float | None = None
         self._stopping = False
         self._changed = asyncio.Event()
+        self._done_listeners: list[Callable[[], None]] = []
 
     def add_check(self, check: StopCheck) -> None:
         self._checks.append(check)
+
+    def when_done(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` each time a request ends without a page or a page is consumed."""
+        self._done_listeners.append(listener)
+
+    @property
+    def in_flight(self) -> bool:
+        return self._in_flight
+
+    def in_hand(self) -> list[Page]:
+        """The pages in hand (downloaded, not yet consumed), in fetch order."""
+        return [entry.page for entry in self._in_hand.values()]
 
     def slow_down(self, delay: float) -> bool:
         """Use ``delay`` between requests if it is longer than the current one; True if it is."""
@@ -109,6 +122,8 @@ class Gate:
         """The request in flight ended without a page (it failed, or was dropped)."""
         self._in_flight = False
         self._changed.set()
+        for listener in self._done_listeners:
+            listener()
 
     def page_arrived(self, response: Response, page: Page) -> InHand:
         self._in_flight = False
@@ -149,6 +164,8 @@ class Gate:
         # A page that failed before admitting its links admits none: the next must not wait.
         self.links_admitted(entry)
         entry.consumed.set_result(None)
+        for listener in self._done_listeners:
+            listener()
 
     def stop(self) -> None:
         self._stopping = True

@@ -41,6 +41,12 @@ DOWNLOAD_TIMEOUT = 60
 DOWNLOAD_MAXSIZE = 0
 DOWNLOAD_WARNSIZE = 0
 
+# Local feeds are written unbuffered: after a crash they hold every item written before it.
+FEED_STORAGES = {
+    "": "sitewalk.extensions.FileFeedStorage",
+    "file": "sitewalk.extensions.FileFeedStorage",
+}
+
 # Only http(s) is fetched.
 DOWNLOAD_HANDLERS = {
     "http": "sitewalk.downloadhandlers.WalkHTTPDownloadHandler",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from sitewalk.config import WalkConfig
     from sitewalk.items import Page
+    from sitewalk.jobs import JobState
 
 __all__ = ["Budget", "Results", "Walk", "WalkComponent"]
 
@@ -127,7 +128,8 @@ class Walk:
             if config.grep is not None
             else None
         )
-        self.resumed = False
+        # The journal's state this walk goes on from (JOBDIR), else None.
+        self.resumed: JobState | None = None
         # An exception raised by on_page: it ends the walk and is raised again to the API's caller.
         self.error: BaseException | None = None
         self._stop: str | None = None
@@ -161,26 +163,18 @@ class Walk:
         self.error = error
         self.stop("error", left_unfetched=True)
 
-    def snapshot(self, elapsed: float) -> dict[str, Any]:
-        """What a resumed walk needs (JOBDIR): frontier, seen URLs, results, budget spent."""
-        return {
-            "seed": self.config.seed,
-            "frontier": self.frontier.snapshot(),
-            "failures": self.results.failures,
-            "robots_skipped": self.results.robots_skipped,
-            "consumers": self.results.consumers,
-            "pages": self.budget.pages,
-            "bytes": self.budget.bytes,
-            "elapsed": elapsed,
-        }
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.frontier.restore(state["frontier"])
-        self.results.failures.extend(state["failures"])
-        self.results.robots_skipped.extend(state["robots_skipped"])
-        self.results.consumers.update(state["consumers"])
-        self.budget.resume(state["pages"], state["bytes"], state["elapsed"])
-        self.resumed = True
+    def restore(self, state: JobState) -> None:
+        """Go on from the walk JOBDIR's journal records. Links its pages at ``max_depth`` held
+        join the queue when this walk's ``max_depth`` reaches them, after the queue it left."""
+        self.frontier.restore(state.queue, state.seen, state.origin)
+        for links, depth, found_on in state.held:
+            if depth <= self.config.max_depth:
+                self.frontier.admit(links, depth, found_on)
+        self.results.failures.extend(state.failures)
+        self.results.robots_skipped.extend(state.robots_skipped)
+        self.results.consumers.update(state.consumers)
+        self.budget.resume(state.pages, state.bytes, state.elapsed)
+        self.resumed = state
 
 
 class WalkComponent:

@@ -62,17 +62,35 @@ def test_the_origin_of_the_seeds_final_url(final_url, origin, same, other):
     assert frontier.unvisited() == [same]
 
 
-def test_a_snapshot_restores_queue_seen_urls_and_origin():
+def test_changes_name_what_was_queued_seen_popped_and_held():
     frontier = frontier_for()
+    frontier.keep_changes()
     frontier.add_seed("http://site.test/")
     frontier.pop()
     frontier.set_origin("http://site.test/")
-    frontier.admit(["http://site.test/a", "http://site.test/b"], 1, "http://site.test/")
-    frontier.pop()
+    frontier.admit(["http://site.test/a", "http://other.test/", "http://site.test/a"], 1, "http://site.test/")
+    frontier.record("http://site.test/moved#x")
+    frontier.hold(["http://site.test/deep"], 2, "http://site.test/a")
+    changes = frontier.take_changes()
+    assert changes.queued == [("http://site.test/", 0, None), ("http://site.test/a", 1, "http://site.test/")]
+    assert changes.popped == ["http://site.test/"]
+    assert changes.seen == ["http://site.test/moved"]
+    assert changes.held == [(["http://site.test/deep"], 2, "http://site.test/a")]
+    assert changes.origin == "http://site.test"
+    # Taken once: the next changes start empty.
+    assert frontier.take_changes().queued == []
+    # Held links are neither queued nor seen.
+    assert frontier.unvisited() == ["http://site.test/a"]
+    assert frontier.admit(["http://site.test/deep"], 2, "http://site.test/a") == 0
+    assert frontier.unvisited() == ["http://site.test/a", "http://site.test/deep"]
+
+
+def test_a_restored_frontier_goes_on_from_the_queue_and_seen_urls_it_is_given():
     restored = frontier_for()
-    restored.restore(frontier.snapshot())
+    restored.restore([("http://site.test/b", 1, "http://site.test/")], {"http://site.test/", "http://site.test/a",
+                     "http://site.test/b"}, "http://site.test")
     assert restored.origin == "http://site.test"
     assert restored.unvisited() == ["http://site.test/b"]
-    # Seen before the snapshot: not queued again.
+    # Seen before: not queued again.
     assert restored.admit(["http://site.test/", "http://site.test/a", "http://site.test/c"], 2, "x") == 0
     assert restored.unvisited() == ["http://site.test/b", "http://site.test/c"]

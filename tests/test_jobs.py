@@ -1,4 +1,4 @@
-"""A walk's job files: scrapyd output paths and the JOBDIR state a resumed walk goes on from."""
+"""A walk's job files: scrapyd output paths and the JOBDIR journal a resumed walk goes on from."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from scrapy.settings import Settings
 
 from sitewalk import jobs
+from sitewalk.exceptions import SitewalkError
 from sitewalk.state import Walk
 from tests.conftest import walk_for
 
@@ -41,27 +42,95 @@ def test_where_the_report_goes(tmp_path, monkeypatch, feeds, report, job, expect
         assert Path(path).parent.is_dir()
 
 
-def test_the_state_of_an_unfinished_walk_is_kept_for_the_same_seed(tmp_path):
+def entry(**changes):
+    """One journal line: nothing changed but what ``changes`` names."""
+    return {"queued": [], "seen": [], "held": [], "done": [], "origin": None, "failures": [], "robots_skipped": [],
+            "consumers": {}, "pages": 0, "bytes": 0, "elapsed": 0.0, "feeds": {}, **changes}
+
+
+def journal_of(tmp_path, *entries, seed=SEED):
     settings = Settings({"JOBDIR": str(tmp_path / "job")})
-    crawler = walk_for(SEED)
-    walk = Walk.of(crawler)
-    walk.frontier.add_seed(SEED)
-    walk.budget.resume(3, 1200, 4.5)
-    walk.results.failures.append({"url": SEED + "x", "reason": "timed out after 1s", "found_on": SEED})
-    jobs.save_state(settings, walk.snapshot(4.5), finished=False)
-    state = jobs.load_state(settings, SEED)
+    journal = jobs.Journal(jobs.journal_path(settings), seed, resume=False)
+    for line in entries:
+        journal.append(line)
+    journal.close()
+    return settings
+
+
+def test_a_replayed_journal_gives_the_unfinished_queue_in_order_and_what_was_spent(tmp_path):
+    failure = {"url": SEED + "x", "reason": "timed out after 1s", "found_on": SEED}
+    settings = journal_of(
+        tmp_path,
+        entry(queued=[[SEED, 0, None]], done=[SEED], origin="http://site.test", pages=1, bytes=100, elapsed=0.5),
+        entry(queued=[[SEED + "a", 1, SEED], [SEED + "b", 1, SEED], [SEED + "x", 1, SEED]], seen=[SEED + "moved"],
+              done=[SEED + "x"], failures=[failure], pages=2, bytes=300, elapsed=1.5, feeds={"out.jsonl": 80},
+              consumers={"grep": 2}),
+        # Page b was consumed before a (in hand at the last line): a is fetched again, b is not.
+        entry(done=[SEED + "b"], held=[[[SEED + "deep"], 2, SEED + "b"]], pages=3, bytes=400, elapsed=2.0,
+              feeds={"out.jsonl": 120}, consumers={"grep": 3}),
+    )
+    state = jobs.replay(settings, SEED)
     assert state is not None
-    again = Walk.of(walk_for(SEED))
-    again.restore(state)
-    assert again.resumed and again.frontier.unvisited() == [SEED]
-    assert (again.budget.pages, again.budget.bytes) == (3, 1200) and again.budget.elapsed() >= 4.5
-    assert again.results.failures == walk.results.failures
-    assert jobs.load_state(settings, "http://other.test/") is None  # another walk's JOBDIR
+    assert state.queue == [(SEED + "a", 1, SEED)]
+    assert state.seen >= {SEED, SEED + "a", SEED + "b", SEED + "x", SEED + "moved"}
+    assert state.origin == "http://site.test" and state.failures == [failure]
+    # Counts and sizes are the last line's.
+    assert (state.pages, state.bytes, state.elapsed, state.consumers) == (3, 400, 2.0, {"grep": 3})
+    assert state.feeds == {"out.jsonl": 120} and state.held == [([SEED + "deep"], 2, SEED + "b")]
+
+    walk = Walk.of(walk_for(SEED, max_depth=2))
+    walk.restore(state)
+    # The held link joins the queue when max_depth reaches it, after the queue left.
+    assert walk.frontier.unvisited() == [SEED + "a", SEED + "deep"]
+    assert (walk.budget.pages, walk.budget.bytes) == (3, 400) and walk.budget.elapsed() >= 2.0
+    shallow = Walk.of(walk_for(SEED, max_depth=1))
+    shallow.restore(state)
+    assert shallow.frontier.unvisited() == [SEED + "a"]
 
 
-def test_a_finished_walk_leaves_nothing_to_resume(tmp_path):
-    settings = Settings({"JOBDIR": str(tmp_path / "job")})
-    jobs.save_state(settings, Walk.of(walk_for(SEED)).snapshot(1.0), finished=True)
-    assert (tmp_path / "job" / "sitewalk.state").exists()
-    assert jobs.load_state(settings, SEED) is None
-    assert jobs.load_state(Settings(), SEED) is None  # no JOBDIR
+def test_a_line_cut_short_by_a_crash_did_not_happen(tmp_path):
+    settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], origin="http://site.test"))
+    path = jobs.journal_path(settings)
+    with path.open("ab") as file:
+        file.write(b'{"queued": [["http://site.test/a", 1')
+    state = jobs.replay(settings, SEED)
+    assert state is not None and state.queue == [(SEED, 0, None)]
+    # Appending again starts on a line of its own.
+    journal = jobs.Journal(path, SEED, resume=True)
+    journal.append(entry(done=[SEED], pages=1))
+    journal.close()
+    state = jobs.replay(settings, SEED)
+    assert state is not None and state.queue == [] and state.pages == 1
+
+
+def test_another_seeds_jobdir_is_refused_naming_it(tmp_path):
+    settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], origin="http://site.test"))
+    with pytest.raises(SitewalkError, match=r"JOBDIR .*job holds the walk of http://site.test/, not of http://other.test/"):
+        jobs.replay(settings, "http://other.test/")
+    with pytest.raises(SitewalkError, match="give the walk another JOBDIR"):
+        jobs.check_jobdir(settings, "http://other.test/")
+    jobs.check_jobdir(settings, SEED)
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (None, "seed was never fetched"),
+    (b"not json\n", "unreadable or from another sitewalk version"),
+])
+def test_a_journal_that_cannot_be_resumed_starts_the_walk_over_saying_why(tmp_path, caplog, content, why):
+    settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], done=[SEED], pages=1))
+    if content is not None:
+        jobs.journal_path(settings).write_bytes(content)
+    with caplog.at_level("INFO"):
+        assert jobs.replay(settings, SEED) is None
+    assert why in caplog.text
+    assert jobs.replay(Settings(), SEED) is None  # no JOBDIR
+
+
+def test_feeds_are_cut_back_to_the_size_the_journal_gives(tmp_path, caplog):
+    longer, shorter = tmp_path / "longer.jsonl", tmp_path / "shorter.jsonl"
+    longer.write_bytes(b'{"a": 1}\n{"b": 2}\n')
+    shorter.write_bytes(b"{}\n")
+    jobs.cut_feeds({"longer.jsonl": longer, "shorter.jsonl": shorter}, {"longer.jsonl": 9, "shorter.jsonl": 10})
+    assert longer.read_bytes() == b'{"a": 1}\n'
+    assert shorter.read_bytes() == b"{}\n"
+    assert "shorter than the walk's journal says" in caplog.text

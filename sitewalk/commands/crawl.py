@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 
+from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SitewalkError
 
@@ -34,7 +35,9 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)
             return
         try:
-            WalkConfig.from_mapping(opts.spargs)
+            config = WalkConfig.from_mapping(opts.spargs)
+            assert self.settings is not None
+            jobs.check_jobdir(self.settings, config.seed)
         except SitewalkError as exc:
             print(f"sitewalk: error: {exc}", file=sys.stderr)
             self.exitcode = 2

@@ -47,11 +47,17 @@ class SitewalkSpider(Spider):
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
         self._reader = Reader(lines=config.consumer == "grep")
+        self._holds_links = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        state = jobs.load_state(crawler.settings, spider.walk.config.seed)
+        # With JOBDIR the frontier's changes go to the journal, and the links of pages at
+        # max_depth are read and kept there, for a resumed walk with a larger max_depth.
+        spider._holds_links = jobs.journal_path(crawler.settings) is not None
+        if spider._holds_links:
+            spider.walk.frontier.keep_changes()
+        state = jobs.replay(crawler.settings, spider.walk.config.seed)
         if state is not None:
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
@@ -93,9 +99,12 @@ class SitewalkSpider(Spider):
         links = await self._read(response, page)
         walk.gate.page_read(in_hand)
         await in_hand.turn_to_admit()
-        offsite = walk.frontier.admit(links, page.depth + 1, response.url)
-        if offsite:
-            self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
+        if page.depth < walk.config.max_depth:
+            offsite = walk.frontier.admit(links, page.depth + 1, response.url)
+            if offsite:
+                self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
+        else:
+            walk.frontier.hold(links, page.depth + 1, response.url)
         walk.gate.links_admitted(in_hand)
         await in_hand.turn_to_consume()
         yield page
@@ -111,7 +120,7 @@ class SitewalkSpider(Spider):
         absence = walk.absence
         read, tree = await self._reader.read(
             markup, response.url,
-            links=successful and page.depth < walk.config.max_depth,
+            links=successful and (page.depth < walk.config.max_depth or self._holds_links),
             lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
         )
         page.add_reading(read.title, read.lines, tree)
