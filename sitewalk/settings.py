@@ -27,7 +27,8 @@ CONCURRENT_REQUESTS = 1
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 CONCURRENT_ITEMS = 1
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
-SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+# With JOBDIR too: the walk's journal keeps what a resumed walk needs (sitewalk.jobs).
+SCHEDULER = "sitewalk.schedulers.WalkScheduler"
 DUPEFILTER_CLASS = "sitewalk.dupefilters.WalkDupeFilter"
 # The walk paces itself (delay between request starts), never shortened by jitter.
 DOWNLOAD_DELAY = 0
