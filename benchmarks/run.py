@@ -424,7 +424,9 @@ def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern
     it never reaches) and the same pattern as a regular expression (its first letter as a class)."""
     regex = f"[{pattern[0]}]{pattern[1:]}"
     print(f"{work}: sitewalk index vs grep={pattern!r} and grep={regex!r} (default max_matches)", flush=True)
-    extras = {"sitewalk index": [], "sitewalk grep": ["-a", f"grep={pattern}"], "sitewalk grep-regex": ["-a", f"grep={regex}"]}
+    extras = {"sitewalk index": [], "sitewalk grep": ["-a", f"grep={pattern}"], "sitewalk grep-regex": ["-a", f"grep={regex}"],
+              # The index walk again, keeping its JOBDIR journal (in the run's own directory).
+              "sitewalk index-jobdir": ["-s", "JOBDIR=job"]}
     for tool in rounds(tuple(extras), runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=extras[tool]))
 
@@ -565,7 +567,7 @@ def main_table(results: Results, works: Sequence[str]) -> list[str]:
 def grep_table(results: Results, work: str) -> list[str]:
     lines = ["| work | mode | runs | median wall s | pages | peak RSS MB | × index |", "|---|---|---|---|---|---|---|"]
     index = results.median(work, "sitewalk index", "wall")
-    for tool in ("sitewalk index", "sitewalk grep", "sitewalk grep-regex"):
+    for tool in ("sitewalk index", "sitewalk grep", "sitewalk grep-regex", "sitewalk index-jobdir"):
         runs = results.of(work, tool)
         if runs:
             wall = results.median(work, tool, "wall") or 0.0
@@ -711,6 +713,10 @@ def verdicts(results: Results, docs: str, gen: str, grep_work: str, smoke: bool)
     if index and grep:
         lines.append(f"- {grep_work}: grep / index = {grep / index:.2f} (target ≤ 1.5): "
                      f"{mark(grep / index <= 1.5)}{note}")
+    jobdir = results.median(grep_work, "sitewalk index-jobdir", "wall")
+    if index and jobdir:
+        lines.append(f"- {grep_work}: index with JOBDIR / index = {jobdir / index:.2f} (target ≤ 1.05): "
+                     f"{mark(jobdir / index <= 1.05)}{note}")
     return lines
 
 
@@ -817,7 +823,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out += set_comparison(results, work)
         out.append("")
     if results.of(grep_work, "sitewalk grep"):
-        out += [f"## grep vs index (grep={pattern!r}; grep-regex: the same pattern as a regular expression)", "",
+        out += [f"## grep vs index (grep={pattern!r}; grep-regex: the same pattern as a regular expression; "
+                "index-jobdir: the index walk keeping its JOBDIR journal)", "",
                 *grep_table(results, grep_work), "",
                 "A plain-text pattern lets the walk tell, from a page's source, that the page cannot match, "
                 "so the next page downloads while it is read; a regular expression makes each page wait until "
