@@ -118,3 +118,17 @@ def test_a_jobdir_of_another_seed_is_refused_and_nothing_is_touched(make_site, t
     assert other.paths() == []
     assert (tmp_path / "pages.jsonl").read_bytes() == feed
     assert (tmp_path / "job" / "sitewalk.journal").read_bytes() == journal
+
+
+def test_without_jobdir_a_killed_walks_feed_holds_every_page_consumed_before_the_kill(make_site, tmp_path):
+    site = make_site(SITE)
+    args = walk_args(site)
+    jobdir = args.index("JOBDIR=job")
+    process = start_cli(*args[: jobdir - 1], *args[jobdir + 1:], cwd=tmp_path)
+    wait_for_pages(site, 6, process)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    # With Scrapy's own (buffered) file storage, the feed was empty here.
+    urls = feed_urls(tmp_path / "pages.jsonl")
+    assert len(urls) >= 4 and urls == [site(path) for path in ORDER[: len(urls)]]
+    assert not (tmp_path / "job").exists()
