@@ -102,6 +102,20 @@ class WalkConfig:
     headers: dict[str, str] = field(
         default_factory=dict, metadata=_arg("request headers, 'Name: value; Other: value'")
     )
+    include: str | None = field(
+        default=None,
+        metadata=_arg("regular expression: only links whose path and query it matches are followed (the start URL always is)"),
+    )
+    exclude: str | None = field(
+        default=None, metadata=_arg("regular expression: links whose path and query it matches are not followed")
+    )
+    no_parent: bool = field(
+        default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
+    )
+    sitemap: bool = field(
+        default=False,
+        metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
+    )
 
     @property
     def consumer(self) -> str:
@@ -171,7 +185,7 @@ class WalkConfig:
             _check_query("css", self.css)
         if self.xpath is not None:
             _check_query("xpath", self.xpath)
-        for name in ("grep", "regex"):
+        for name in ("grep", "regex", "include", "exclude"):
             pattern = getattr(self, name)
             if pattern is not None and not (name == "grep" and self.fixed_strings):
                 try:

@@ -109,7 +109,11 @@ class WalkReport(WalkComponent):
             unvisited=walk.frontier.unvisited() if stopped else [],
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
+            out_of_scope=walk.frontier.out_of_scope,
+            sitemaps=list(walk.results.sitemaps),
         )
+        if report.out_of_scope:
+            self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         logger.info("sitewalk: %s", report.summary())
@@ -180,6 +184,7 @@ class WalkJournal(WalkComponent):
             "failures": failures[self._failures:],
             "robots_skipped": skipped[self._skipped:],
             "consumers": walk.results.consumers,
+            "out_of_scope": walk.frontier.out_of_scope,
             # Pages in hand are fetched again by a resumed walk: they count then.
             "pages": walk.budget.pages - len(in_hand),
             "bytes": walk.budget.bytes - sum(page.byte_count for page in in_hand),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -9,7 +10,7 @@ import ada_url
 
 from sitewalk.links import normalize
 
-__all__ = ["Changes", "Frontier"]
+__all__ = ["Changes", "Frontier", "Scope"]
 
 Entry = tuple[str, int, "str | None"]
 
@@ -28,6 +29,25 @@ class Changes:
     origin: str | None = None
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Where on its origin the walk may go: ``include`` and ``exclude`` are searched in a URL's
+    path and query; with ``no_parent``, only URLs at or below the directory of the seed's final
+    URL (wget's ``--no-parent``)."""
+
+    include: re.Pattern[str] | None = None
+    exclude: re.Pattern[str] | None = None
+    no_parent: bool = False
+
+    def __bool__(self) -> bool:
+        return self.include is not None or self.exclude is not None or self.no_parent
+
+    def admits(self, path_and_query: str) -> bool:
+        if self.include is not None and self.include.search(path_and_query) is None:
+            return False
+        return self.exclude is None or self.exclude.search(path_and_query) is None
+
+
 class Frontier:
     """A FIFO of ``(url, depth, found_on)`` and the set of URLs the walk has queued, requested or
     been redirected to (fragments dropped).
@@ -36,14 +56,20 @@ class Frontier:
     through a redirect, is fetched once. Only links on the walk's origin (scheme, host and
     effective port of the seed's final URL, as a browser serialises it) are admitted. URLs are
     kept as strings, not Request objects: a link-heavy site knows many times more URLs than it
-    has pages.
+    has pages. Links outside the :class:`Scope` are left out, counted once each
+    (:attr:`out_of_scope`); the seed is always fetched.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, scope: Scope | None = None) -> None:
         self._queue: deque[Entry] = deque()
         self._seen: set[str] = set()
         self.origin: str | None = None
         self._prefix = ""
+        self._scope = scope or Scope()
+        # With no_parent: what every URL in scope starts with (the seed's final directory).
+        self._parent = ""
+        self._left_out: set[str] = set()
+        self.out_of_scope = 0
         self._changes: Changes | None = None
 
     def keep_changes(self) -> None:
@@ -69,6 +95,9 @@ class Frontier:
         self.origin = ada_url.URL(final_url).origin
         # What every same-origin URL in normalised (WHATWG) form starts with.
         self._prefix = f"{self.origin}/"
+        if self._scope.no_parent:
+            path = ada_url.URL(final_url).pathname
+            self._parent = self.origin + path[: path.rfind("/") + 1]
         if self._changes is not None:
             self._changes.origin = self.origin
 
@@ -89,17 +118,29 @@ class Frontier:
         """Queue the same-origin ``links`` not seen before, at ``depth``; returns how many were
         off the origin. Links are normalised and have no fragment (:func:`sitewalk.links.page_links`)."""
         prefix, seen, queue = self._prefix, self._seen, self._queue
+        scoped = bool(self._scope)
         offsite = queued = 0
         for link in links:
             if not link.startswith(prefix):
                 offsite += 1
             elif link not in seen:
+                if scoped and not self._in_scope(link):
+                    continue
                 seen.add(link)
                 queue.append((link, depth, found_on))
                 queued += 1
         if self._changes is not None and queued:
             self._changes.queued.extend(queue[i] for i in range(-queued, 0))
         return offsite
+
+    def _in_scope(self, link: str) -> bool:
+        if link in self._left_out:
+            return False
+        if link.startswith(self._parent) and self._scope.admits(link[len(self.origin or ""):]):
+            return True
+        self._left_out.add(link)
+        self.out_of_scope += 1
+        return False
 
     def hold(self, links: list[str], depth: int, found_on: str) -> None:
         """Links beyond ``max_depth`` (at ``depth``): not queued, only kept in the journal."""
@@ -115,9 +156,10 @@ class Frontier:
     def unvisited(self) -> list[str]:
         return [url for url, _, _ in self._queue]
 
-    def restore(self, queue: list[Entry], seen: set[str], origin: str | None) -> None:
+    def restore(self, queue: list[Entry], seen: set[str], origin: str | None, out_of_scope: int = 0) -> None:
         """Go on from a journal's replay (:func:`sitewalk.jobs.replay`): its unfinished queue in
-        order and every URL it knew."""
+        order, every URL it knew and how many links it left out."""
+        self.out_of_scope = out_of_scope
         self._queue.extend(queue)
         self._seen.update(seen)
         if origin is not None:

@@ -125,6 +125,10 @@ class Report:
     unvisited: list[str] = field(default_factory=list)
     bytes: int = 0
     elapsed_s: float = 0.0
+    # Links on the origin that include, exclude or no_parent left out (each counted once).
+    out_of_scope: int = 0
+    # The sitemap files read (sitemap=true).
+    sitemaps: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -85,6 +85,7 @@ class JobState:
     failures: list[dict[str, Any]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     consumers: dict[str, int] = field(default_factory=dict)
+    out_of_scope: int = 0
     pages: int = 0
     bytes: int = 0
     elapsed: float = 0.0
@@ -150,6 +151,7 @@ def replay(settings: BaseSettings, seed: str) -> JobState | None:
         state.failures.extend(entry["failures"])
         state.robots_skipped.extend(entry["robots_skipped"])
         state.consumers = entry["consumers"]
+        state.out_of_scope = entry.get("out_of_scope", 0)
         state.pages, state.bytes, state.elapsed = entry["pages"], entry["bytes"], entry["elapsed"]
         state.feeds = entry["feeds"]
     if state.origin is None:

@@ -75,3 +75,6 @@ SITEWALK_PROGRESS_INTERVAL = 10.0
 # Under scrapyd without items_dir: where each job's items and report go (<dir>/sitewalk/<job>.*).
 SITEWALK_JOBS_DIR = "jobs"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# sitemap=true reads at most this many sitemap files (indexes included).
+SITEWALK_SITEMAP_MAX_FILES = 20

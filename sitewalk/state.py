@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
-from sitewalk.frontier import Frontier
+from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.text import Absence
 
@@ -67,6 +68,10 @@ class Budget:
             self._depth = depth
             self.log_progress()
 
+    def spend(self, byte_count: int) -> None:
+        """Bytes fetched that are not a page (a sitemap file): they count in max_bytes only."""
+        self.bytes += byte_count
+
     def exhausted(self) -> str | None:
         """The limit the walk has reached, as a stop reason; None while there is budget left."""
         if self.pages >= self.max_pages:
@@ -87,13 +92,15 @@ class Budget:
 
 @dataclass
 class Results:
-    """What the walk found besides pages: failures, robots.txt refusals, the seed's own error, and
-    what consumers count across a resumed walk (the grep match budget spent)."""
+    """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
+    what consumers count across a resumed walk (the grep match budget spent) and the sitemap
+    files read."""
 
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     seed_error: str | None = None
     consumers: dict[str, int] = field(default_factory=dict)
+    sitemaps: list[str] = field(default_factory=list)
 
 
 class Walk:
@@ -117,7 +124,11 @@ class Walk:
         self.job = job
         self.on_page = on_page
         self.on_page_stops = on_page_stops
-        self.frontier = Frontier()
+        self.frontier = Frontier(Scope(
+            include=re.compile(config.include) if config.include is not None else None,
+            exclude=re.compile(config.exclude) if config.exclude is not None else None,
+            no_parent=config.no_parent,
+        ))
         self.budget = Budget(config)
         self.gate = Gate(config.delay)
         self.results = Results()
@@ -166,7 +177,7 @@ class Walk:
     def restore(self, state: JobState) -> None:
         """Go on from the walk JOBDIR's journal records. Links its pages at ``max_depth`` held
         join the queue when this walk's ``max_depth`` reaches them, after the queue it left."""
-        self.frontier.restore(state.queue, state.seen, state.origin)
+        self.frontier.restore(state.queue, state.seen, state.origin, state.out_of_scope)
         for links, depth, found_on in state.held:
             if depth <= self.config.max_depth:
                 self.frontier.admit(links, depth, found_on)

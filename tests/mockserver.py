@@ -12,7 +12,8 @@ prints its base URL on the first line of stdout. The spec maps paths (with query
 Page keys: ``status`` (200), ``headers``, ``content_type`` (text/html; charset=utf-8), ``body``
 (text; ``{origin}`` and ``{port}`` are replaced by the server's base URL and port), ``links`` (an HTML page linking them,
 each a string or ``{"href", "rel", "text"}``), ``title``, ``head`` (extra HTML for <head>),
-``size`` (a body of that many bytes), ``gzip`` (send the body gzip-encoded), ``chunked`` (no
+``size`` (a body of that many bytes), ``gzip`` (send the body gzip-encoded), ``gzip_file`` (the
+body is a gzip file, sent as it is: a ``.xml.gz`` sitemap), ``chunked`` (no
 Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
 writes). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
 and ``bytes_sent`` is logged on a second line when the body was written.
@@ -52,6 +53,8 @@ class Handler(BaseHTTPRequestHandler):
         if page.get("sleep"):
             time.sleep(page["sleep"])
         body = self.server.body_of(page)
+        if page.get("gzip_file"):
+            body = gzip.compress(body)
         status = page.get("status", 200)
         headers = {"Content-Type": page.get("content_type", "text/html; charset=utf-8")}
         headers.update({k: v.replace("{origin}", self.server.origin) for k, v in page.get("headers", {}).items()})

@@ -36,6 +36,7 @@ def test_index_feed_and_report(make_site, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert list(report) == [
         "seed", "origin", "fetched", "stopped", "failures", "robots_skipped", "unvisited", "bytes", "elapsed_s",
+        "out_of_scope", "sitemaps",
     ]
     assert report["seed"] == site("/") and report["origin"] == site.url
     assert report["fetched"] == 3 and report["stopped"] is None

@@ -12,6 +12,7 @@ from sitewalk.failures import RobotsDisallowed, RobotsUnreachable, cut_off, desc
 from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
+from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class SitewalkSpider(Spider):
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
         self._reader = Reader(lines=config.consumer == "grep")
         self._holds_links = False
+        self._sitemaps: Sitemaps | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -61,6 +63,9 @@ class SitewalkSpider(Spider):
         if state is not None:
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
+        if spider.walk.config.sitemap and not spider.walk.resumed:
+            spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"))
+            crawler.signals.connect(spider._sitemaps.robots_parsed, signal=signals.robots_parsed)
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
@@ -70,15 +75,22 @@ class SitewalkSpider(Spider):
             self.logger.info("resuming the walk in JOBDIR: %d pages fetched, %d queued", walk.budget.pages, len(frontier))
         else:
             frontier.add_seed(walk.config.seed)
+        sitemaps = self._sitemaps
         while True:
             await gate.settled(lambda: not len(frontier))
             reason = walk.reason_to_stop()
-            if reason is not None or not len(frontier):
+            if reason is not None or not (len(frontier) or sitemaps):
                 break
             await gate.ready(walk.budget.seconds_left())
             reason = walk.reason_to_stop()
             if reason is not None:
                 break
+            if sitemaps:
+                # After the seed's own links, before the pages they lead to.
+                gate.request_sent()
+                yield Request(sitemaps.next_file(), callback=self.sitemap, errback=self.sitemap_failed,
+                              meta={"sitewalk_sitemap": True})
+                continue
             url, depth, found_on = frontier.pop()
             gate.request_sent()
             meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0}
@@ -93,6 +105,8 @@ class SitewalkSpider(Spider):
         in_hand = walk.gate.page_arrived(response, page)
         if response.meta.get("sitewalk_seed"):
             walk.frontier.set_origin(response.url)
+            if self._sitemaps is not None and walk.frontier.origin is not None:
+                self._sitemaps.start(walk.frontier.origin)
         walk.budget.count(page.byte_count, page.depth)
         self.crawler.stats.inc_value("sitewalk/budget/pages")
         self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
@@ -146,6 +160,27 @@ class SitewalkSpider(Spider):
         if cut is not None:
             walk.stop(cut[0], left_unfetched=True)
         self._failed(request, url, cut[1] if cut is not None else describe(failure, request))
+
+    def sitemap(self, response: Response) -> None:
+        """A sitemap file (not a page: no item, not in max_pages, in max_bytes): its URLs join the
+        frontier at depth 1, in its order."""
+        walk = self.walk
+        walk.gate.request_over()
+        walk.budget.spend(len(response.body))
+        assert self._sitemaps is not None
+        urls = self._sitemaps.read(response, max(walk.budget.bytes_left(), 1))
+        if urls is None:
+            return
+        if not response.url.endswith("/robots.txt"):
+            walk.results.sitemaps.append(response.url)
+        if walk.config.max_depth >= 1:
+            walk.frontier.admit(urls, 1, response.url)
+        else:
+            walk.frontier.hold(urls, 1, response.url)
+
+    def sitemap_failed(self, failure: Failure) -> None:
+        self.walk.gate.request_over()
+        self.logger.info("sitemap %s not read: %s", failure.request.url, describe(failure, failure.request))  # type: ignore[attr-defined]
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
