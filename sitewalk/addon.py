@@ -22,7 +22,7 @@ from sitewalk.downloadermiddlewares import (
     SameOriginMiddleware,
 )
 from sitewalk.extensions import WalkBudget, WalkJournal, WalkReport
-from sitewalk.items import Extract, IndexEntry, Match
+from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
@@ -103,9 +103,13 @@ class Addon:
             settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))
         feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
         options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
+        defaults: dict[str, Any] = {"item_classes": [item_class]}
+        if item_class is IndexEntry and not settings.get("FEED_EXPORT_FIELDS"):
+            # The index's optional fields only when asked for, not as nulls in every item.
+            defaults["fields"] = [*FIELDS, *(["links"] if walk.config.links else [])]
         settings.set(
             "FEEDS",
-            {uri: {"item_classes": [item_class], **feed, **options} for uri, feed in feeds.items()},
+            {uri: {**defaults, **feed, **options} for uri, feed in feeds.items()},
             priority=_at_least_spider(settings, "FEEDS"),
         )
 

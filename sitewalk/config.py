@@ -112,6 +112,10 @@ class WalkConfig:
     no_parent: bool = field(
         default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
     )
+    links: bool = field(
+        default=False,
+        metadata=_arg("add to each index item the page's followable links (resolved, in document order, any origin)"),
+    )
     sitemap: bool = field(
         default=False,
         metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
@@ -179,6 +183,8 @@ class WalkConfig:
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:
             raise SitewalkError("give css or xpath, not both")
+        if self.links and self.consumer != "index":
+            raise SitewalkError(f"links is a field of index items: give it without {self.consumer}'s arguments")
         if self.regex is not None and self.css is None and self.xpath is None:
             raise SitewalkError("regex filters css/xpath values: give -a css=... or -a xpath=... too")
         if self.css is not None:

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Extract", "IndexEntry", "Match", "Page", "Report", "media_type"]
+__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "media_type"]
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -40,6 +40,8 @@ class Page(_Fetched):
     # The visible lines of a 2xx HTML page (sitewalk.text.visible_lines), when a consumer asked
     # the walk to read them with the page (grep); None otherwise.
     lines: list[str] | None = field(default=None, repr=False, compare=False)
+    # The page's followable links (sitewalk.links.page_links), when the walk read them.
+    links: list[str] | None = field(default=None, repr=False, compare=False)
     # The parsed HTML, if the walk parsed it in this process (see `tree`).
     _tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
 
@@ -57,9 +59,10 @@ class Page(_Fetched):
             self._tree = parse_html(self.body if utf8 else self.text)
         return self._tree
 
-    def add_reading(self, title: str | None, lines: list[str] | None, tree: LexborHTMLParser | None) -> None:
+    def add_reading(self, title: str | None, lines: list[str] | None, tree: LexborHTMLParser | None,
+                    links: list[str] | None = None) -> None:
         """What reading the page found (the walk reads it after it arrived); ``tree`` if parsed here."""
-        self.title, self.lines, self._tree = title, lines, tree
+        self.title, self.lines, self._tree, self.links = title, lines, tree, links
 
     @property
     def is_html(self) -> bool:
@@ -84,11 +87,23 @@ def media_type(response: Response) -> str | None:
 
 @dataclass
 class IndexEntry(_Fetched):
-    """The index consumer's item: one per fetched page, in fetch order."""
+    """The index consumer's item: one per fetched page, in fetch order. ``links`` (``links=true``):
+    the page's followable links, resolved, each once, in document order, on any origin; None for
+    a page that is not a 2xx HTML page. Feeds export these fields only when asked for
+    (:data:`FIELDS` otherwise)."""
+
+    links: list[str] | None = None
 
     @classmethod
-    def from_page(cls, page: Page) -> IndexEntry:
-        return cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
+    def from_page(cls, page: Page, *, links: bool = False) -> IndexEntry:
+        entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
+        if links and page.links is not None:
+            entry.links = list(dict.fromkeys(page.links))
+        return entry
+
+
+# What a feed of index items holds when no optional field is asked for.
+FIELDS = tuple(spec.name for spec in fields(_Fetched))
 
 
 @dataclass

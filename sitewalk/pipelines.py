@@ -63,11 +63,16 @@ class CallbackPipeline(WalkComponent):
 
 
 class IndexPipeline(WalkComponent):
-    """The index consumer: turns each page into an :class:`IndexEntry` for the feed."""
+    """The index consumer: turns each page into an :class:`IndexEntry` for the feed (with its
+    links when ``links=true``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._links = self.walk.config.links
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):
-            return IndexEntry.from_page(item)
+            return IndexEntry.from_page(item, links=self._links)
         return item
 
 

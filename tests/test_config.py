@@ -24,7 +24,7 @@ def test_defaults_live_in_one_place():
         "seed": dataclasses.MISSING, "max_depth": 1, "max_pages": 20, "delay": 0.25, "deadline": 60.0,
         "max_bytes": 20_000_000, "report": None, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
-        "include": None, "exclude": None, "no_parent": False, "sitemap": False,
+        "include": None, "exclude": None, "no_parent": False, "links": False, "sitemap": False,
     }
     assert WalkConfig(seed=SEED).headers == {}
 

@@ -58,3 +58,30 @@ def test_an_invalid_scope_regex_is_one_line_before_any_request(make_site, tmp_pa
     errors = [line for line in result.stderr.splitlines() if line.startswith("sitewalk: error:")]
     assert len(errors) == 1 and "include '(docs' is not a valid regular expression" in errors[0]
     assert site.paths() == []
+
+
+def test_links_true_gives_each_index_item_its_followable_links_in_document_order(make_site, tmp_path):
+    site = make_site({
+        "/": {"links": ["/a#top", "/a", "http://example.invalid/out", {"href": "/nofollow", "rel": "nofollow"},
+                        "mailto:x@example.invalid", "/b"]},
+        "/a": {"title": "A", "links": ["/"]},
+        "/b": {"title": "B", "body": "no links"},
+    })
+    result = run_cli("-a", f"seed={site('/')}", "-a", "links=true", "-a", "delay=0", "-O", "pages.jsonl",
+                     *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = {item["url"]: item for item in map(json.loads, (tmp_path / "pages.jsonl").read_text().splitlines())}
+    # Resolved, fragments dropped, each once, other origins kept, nofollow and non-http(s) left out;
+    # read at max_depth too.
+    assert items[site("/")]["links"] == [site("/a"), "http://example.invalid/out", site("/b")]
+    assert items[site("/a")]["links"] == [site("/")]
+    assert items[site("/b")]["links"] == []
+    # Only the same-origin links were fetched.
+    assert site.paths() == ["/", "/a", "/b"]
+
+
+def test_without_links_true_index_items_have_no_links_field(make_site, tmp_path):
+    site = make_site({"/": {"links": ["/a"]}, "/a": {"title": "A"}})
+    result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert all("links" not in json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines())

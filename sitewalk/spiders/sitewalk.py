@@ -134,10 +134,10 @@ class SitewalkSpider(Spider):
         absence = walk.absence
         read, tree = await self._reader.read(
             markup, response.url,
-            links=successful and (page.depth < walk.config.max_depth or self._holds_links),
+            links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links),
             lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
         )
-        page.add_reading(read.title, read.lines, tree)
+        page.add_reading(read.title, read.lines, tree, read.links)
         return read.links
 
     def errback(self, failure: Failure) -> None:
