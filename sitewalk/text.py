@@ -46,6 +46,8 @@ _NAMED_FOLDS_TO_ASCII = re.compile(
 
 # A character no page text contains (Unicode private use) marks where a line ends.
 _BREAK = "\ue000"
+# Starts each line of a <pre>: its whitespace is the author's, kept but at the line's end.
+_PRE_LINE = "\ue001"
 
 
 def page_lines(page: Page) -> list[str] | None:
@@ -218,8 +220,10 @@ def visible_lines(tree: LexborHTMLParser) -> list[str]:
     ``<li>``, headings, table rows...) and ``<br>`` start a new line; table cells are separated
     by a space. Entities are decoded by the parser. In each line, runs of whitespace (non-breaking
     spaces included) become one space and the ends are trimmed, as a browser renders them;
-    inside ``<pre>`` the author's newlines also start new lines. Lines left empty are dropped,
-    so line numbers count the lines a reader sees.
+    inside ``<pre>`` the author's newlines also start new lines, and its lines keep their
+    indentation and spacing (trailing whitespace trimmed). A heading's permalink (a link to its
+    own ``#anchor`` whose text is only ``¶``, ``§``, ``#`` or ``🔗``, as Sphinx and others write
+    them) is not text. Lines left empty are dropped, so line numbers count the lines a reader sees.
 
     The work stays out of Python loops: the parser serialises the body (tags in canonical form,
     ``>`` escaped in attribute values, script and style text raw), then regular expressions drop
@@ -233,11 +237,23 @@ def visible_lines(tree: LexborHTMLParser) -> list[str]:
         for node in root.css("[hidden]"):
             node.decompose()
         markup = root.html or ""
+    if "#" in markup:
+        markup = _PERMALINK.sub("", markup)
     markup = _SPECIAL_ELEMENT.sub(_hide_or_keep_newlines, markup)
     markup = _LINE_BREAK_TAG.sub(_BREAK, markup)
     markup = _CELL_TAG.sub(" ", markup)
     text = _unescape(_TAG.sub("", markup))
-    return [" ".join(words) for piece in text.split(_BREAK) if (words := piece.split())]
+    if _PRE_LINE not in text:
+        return [" ".join(words) for piece in text.split(_BREAK) if (words := piece.split())]
+    lines = []
+    for piece in text.split(_BREAK):
+        if piece.startswith(_PRE_LINE):
+            line = piece[1:].rstrip().replace("\xa0", " ")
+            if line.strip():
+                lines.append(line)
+        elif words := piece.split():
+            lines.append(" ".join(words))
+    return lines
 
 
 def _unescape(text: str) -> str:
@@ -252,8 +268,12 @@ def _hide_or_keep_newlines(match: re.Match[str]) -> str:
     tag = match.group(1)
     if tag is None or tag in _NOT_SHOWN:
         return ""  # a comment, or an element never rendered
-    # Preformatted: the author's newlines break lines; what it holds that is not shown goes.
-    return _HIDDEN_ELEMENT.sub("", match.group(0)).replace("\n", _BREAK)
+    # Preformatted: the author's newlines break lines, each line marked so that its spacing stays;
+    # what it holds that is not shown goes.
+    element = match.group(0)
+    start = element.index(">") + 1
+    inner = _HIDDEN_ELEMENT.sub("", element[start:])
+    return element[:start] + _BREAK + _PRE_LINE + inner.replace("\n", _BREAK + _PRE_LINE)
 
 
 def _alternatives(words: Iterable[str]) -> str:
@@ -286,3 +306,4 @@ _LINE_BREAK_TAG = re.compile(r"</?%s(?=[\s/>])[^>]*>" % _alternatives(_BLOCKS | 
 # Table cells sit side by side: their texts are words apart, not glued together.
 _CELL_TAG = re.compile(r"<t[dh](?=[\s/>])[^>]*>")
 _TAG = re.compile(r"<[^>]*>")
+_PERMALINK = re.compile(r'<a(?=\s)[^>]*\shref="#[^"]*"[^>]*>\s*(?:¶|§|#|🔗)\s*</a>')

@@ -46,7 +46,13 @@ def found(matches: list[Match], origin: str) -> list[tuple[str, int, str]]:
         ("<p></p><p> </p><div>\n</div><p>only</p>", ["only"]),
         ("<table><tr><td>a</td><td>b</td></tr><tr><th>c</th><td>d</td></tr></table>", ["a b", "c d"]),
         ("<ul><li>one<li>two</ul>", ["one", "two"]),
-        ("<pre>  x = 1\n\n  y = 2\n</pre>after", ["x = 1", "y = 2", "after"]),
+        # <pre> lines keep their indentation and spacing (trailing whitespace goes).
+        ("<pre>  x = 1\n\n  y = 2\n</pre>after", ["  x = 1", "  y = 2", "after"]),
+        ('<pre><span class="k">async</span> <span class="k">with</span> lock:\n    <span>await</span>  x  \n</pre>',
+         ["async with lock:", "    await  x"]),
+        # A heading's permalink is not part of its text; other links are.
+        ('<h2>Awaitables<a class="headerlink" href="#awaitables" title="Link">¶</a></h2>', ["Awaitables"]),
+        ('<h2 id="a">A <a href="#a">§</a></h2><p>see <a href="#a">¶ 3</a></p>', ["A", "see ¶ 3"]),
         ("<pre>a\n<script>hidden()</script>b\n<!-- note -->c</pre>", ["a", "b", "c"]),
         ("<p>x&amp;lt;y &lt;z&gt; a&nbsp;b</p>", ["x&lt;y <z> a b"]),
         ("<h1>Title</h1>text<h2>Sub</h2>", ["Title", "text", "Sub"]),
