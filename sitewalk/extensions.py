@@ -164,6 +164,8 @@ class WalkJournal(WalkComponent):
 
     def _write(self) -> None:
         self._due = False
+        if self._journal.closed:
+            return
         walk = self.walk
         changes = walk.frontier.take_changes()
         if changes.popped:

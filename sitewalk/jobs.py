@@ -202,6 +202,10 @@ class Journal:
         os.fsync(self._file.fileno())
         self._synced = time.monotonic()
 
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
     def close(self) -> None:
         self.sync()
         self._file.close()
