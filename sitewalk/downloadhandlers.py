@@ -1,8 +1,6 @@
-"""The HTTP download handler of the walk: Scrapy's HTTP/1.1 handler, each request sent once."""
+"""The HTTP download handler of the walk: Scrapy's HTTP/1.1 handler, imported cheaply."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from sitewalk._startup import import_http11_handler
 
@@ -10,21 +8,18 @@ import_http11_handler()
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
 
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-
 __all__ = ["WalkHTTPDownloadHandler"]
 
 
 class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
-    """Scrapy's HTTP/1.1 handler without Twisted's silent retry.
+    """Scrapy's HTTP/1.1 handler, with Twisted's re-send of a request a reused connection lost.
 
-    Twisted's connection pool re-sends a GET that failed on a reused keep-alive connection
-    (``HTTPConnectionPool.retryAutomatically``); the walk requests each page once, so a failure
-    there is a failure of that page, not a second request the caller did not ask for.
+    Servers close kept-alive connections whenever they like (an idle timeout, an HTTP/1.0
+    server), and a request sent on one the server had just closed fails before any response.
+    Twisted's connection pool then sends it once more on a new connection
+    (``HTTPConnectionPool.retryAutomatically``, on by default): only a GET-like request without
+    a body, only on a reused connection, and only when no byte of a response arrived
+    (``ResponseNeverReceived``), so a page the server answered is never requested twice. The
+    class exists so that this module, which imports the handler without its start-up cost, is
+    what ``DOWNLOAD_HANDLERS`` names.
     """
-
-    def __init__(self, crawler: Crawler):
-        super().__init__(crawler)
-        # Scrapy's handler has no setting for it: its private pool is the only place to say so.
-        self._pool.retryAutomatically = False

@@ -24,14 +24,14 @@ LOOPBACK = {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,::1/128"}
 class Site:
     """A running mock site: ``site.url`` is its origin, ``site("/a")`` a URL on it."""
 
-    def __init__(self, spec: dict[str, Any], workdir: Path, host: str = "127.0.0.1") -> None:
+    def __init__(self, spec: dict[str, Any], workdir: Path, host: str = "127.0.0.1", *options: str) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         spec_path = workdir / "spec.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         self.log_path = workdir / "requests.jsonl"
         self.log_path.touch()
         self._process = subprocess.Popen(
-            [sys.executable, str(HERE / "mockserver.py"), str(spec_path), str(self.log_path), "--host", host],
+            [sys.executable, str(HERE / "mockserver.py"), str(spec_path), str(self.log_path), "--host", host, *options],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -63,8 +63,9 @@ class Site:
 def make_site(tmp_path: Path) -> Iterator[Any]:
     sites: list[Site] = []
 
-    def make(spec: dict[str, Any], host: str = "127.0.0.1") -> Site:
-        site = Site(spec, tmp_path / f"site{len(sites)}", host)
+    def make(spec: dict[str, Any], host: str = "127.0.0.1", options: tuple[str, ...] = ()) -> Site:
+        """A site serving ``spec``; ``options`` are mockserver.py's flags (--idle-timeout ...)."""
+        site = Site(spec, tmp_path / f"site{len(sites)}", host, *options)
         sites.append(site)
         return site
 

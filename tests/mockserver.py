@@ -1,7 +1,10 @@
 """A local test site: serves pages from a JSON spec and logs every request it receives.
 
-Run as ``python tests/mockserver.py SPEC.json LOG.jsonl [--host 127.0.0.1]``; it binds port 0 and
-prints its base URL on the first line of stdout. The spec maps paths (with query) to pages:
+Run as ``python tests/mockserver.py SPEC.json LOG.jsonl [--host 127.0.0.1] [--idle-timeout S]
+[--requests-per-connection N]``; it binds port 0 and prints its base URL on the first line of stdout.
+``--idle-timeout`` closes a kept-alive connection idle that long; ``--requests-per-connection``
+answers N requests on a connection and closes it on the next one, unanswered (logged as
+``dropped``), as a server that closed an idle connection just as the request arrived. The spec maps paths (with query) to pages:
 
     {"/": {"links": ["/a", "/b"], "title": "Home"},
      "/r": {"status": 301, "headers": {"Location": "/a"}},
@@ -15,16 +18,18 @@ each a string or ``{"href", "rel", "text"}``), ``title``, ``head`` (extra HTML f
 ``size`` (a body of that many bytes), ``gzip`` (send the body gzip-encoded), ``gzip_file`` (the
 body is a gzip file, sent as it is: a ``.xml.gz`` sitemap), ``chunked`` (no
 Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
-writes). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
+writes), ``encoding`` (of the body text, utf-8), ``raw`` (text sent as the whole answer, then the
+connection is closed), ``cut`` (close the connection after that many body bytes), ``close``
+(close the connection without answering). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
 and ``bytes_sent`` is logged on a second line when the body was written.
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import html
 import json
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,12 +51,25 @@ class Handler(BaseHTTPRequestHandler):
             "path": self.path,
             "headers": dict(self.headers.items()),
         })
+        answered = getattr(self, "answered", 0)
+        limit = self.server.requests_per_connection
+        if limit and answered >= limit:
+            self.server.log({"time": time.time(), "dropped": self.path})
+            self.close_connection = True
+            return
+        self.answered = answered + 1
         page = self.server.spec.get(self.path)
         if page is None:
             page = {"status": 404, "body": "<html><head><title>Not found</title></head>"
                     "<body>not found <a href='/from-404'>home</a></body></html>"}
         if page.get("sleep"):
             time.sleep(page["sleep"])
+        if page.get("close") or "raw" in page:
+            self.wfile.write(page.get("raw", "").encode("latin-1"))
+            self.wfile.flush()
+            self.close_connection = True
+            self.server.log({"time": time.time(), "sent": self.path, "bytes_sent": 0})
+            return
         body = self.server.body_of(page)
         if page.get("gzip_file"):
             body = gzip.compress(body)
@@ -70,6 +88,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if "cut" in page:
+            body = body[: page["cut"]]
+            self.close_connection = True
         sent = 0
         step = 1024 if (chunked or page.get("trickle")) else max(len(body), 1)
         try:
@@ -89,9 +110,10 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, spec: dict[str, Any], log_path: Path) -> None:
+    def __init__(self, host: str, spec: dict[str, Any], log_path: Path, requests_per_connection: int = 0) -> None:
         super().__init__((host, 0), Handler)
         self.spec = spec
+        self.requests_per_connection = requests_per_connection
         self._log = log_path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         host_part = f"[{host}]" if ":" in host else host
@@ -127,9 +149,17 @@ class Server(ThreadingHTTPServer):
 
 
 def main() -> None:
-    spec_path, log_path = Path(sys.argv[1]), Path(sys.argv[2])
-    host = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--host" else "127.0.0.1"
-    server = Server(host, json.loads(spec_path.read_text(encoding="utf-8")), log_path)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("spec", type=Path)
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--idle-timeout", type=float, default=None)
+    parser.add_argument("--requests-per-connection", type=int, default=0)
+    args = parser.parse_args()
+    # BaseHTTPRequestHandler applies it to each connection's socket: an idle one is closed.
+    Handler.timeout = args.idle_timeout
+    spec = json.loads(args.spec.read_text(encoding="utf-8"))
+    server = Server(args.host, spec, args.log, args.requests_per_connection)
     print(server.origin, flush=True)
     server.serve_forever()
 
