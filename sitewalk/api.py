@@ -16,6 +16,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_instal
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SeedError, SitewalkError
+from sitewalk.hints import API
 from sitewalk.items import Extract, Match, Page, Report
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class _Walk:
         values = {key: value for key, value in options.items() if value is not None}
         if seed is not None:
             values["seed"] = seed
-        return cls(WalkConfig.from_mapping(values), on_page, on_page_stops, settings, collect)
+        return cls(WalkConfig.from_mapping(values, API), on_page, on_page_stops, settings, collect)
 
 
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:
@@ -161,7 +162,8 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     if walk.error is not None:
         raise walk.error
     if walk.results.seed_error is not None:
-        raise SeedError(walk.results.seed_error)
+        url, failed = walk.results.seed_error
+        raise SeedError(failed.seed_message(url, API), url=url, kind=failed.kind, reason=failed.reason, fix=failed.fix)
     reporter = crawler.get_extension(WalkReport)
     assert reporter is not None and reporter.report is not None
     return reporter.report, items

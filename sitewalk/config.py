@@ -15,6 +15,7 @@ from cssselect import SelectorError
 from parsel import Selector
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.hints import CLI, Surface
 
 __all__ = ["Argument", "WalkConfig", "argument", "parse_bool"]
 
@@ -68,7 +69,8 @@ class WalkConfig:
 
     Values arrive as strings (``-a key=value``), as TOML values (``-a config=walk.toml``) or as
     Python values (the API); :meth:`from_mapping` turns each into the declared type or raises
-    :class:`SitewalkError` naming the key.
+    :class:`SitewalkError` naming the key, and the fix in the words of the ``surface`` the values
+    came from (:mod:`sitewalk.hints`).
     """
 
     seed: str = field(metadata=_arg("the http(s) URL to start from; the walk stays on the origin of its final URL (after redirects)"))
@@ -131,7 +133,7 @@ class WalkConfig:
         return "index"
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> WalkConfig:
+    def from_mapping(cls, values: Mapping[str, Any], surface: Surface = CLI) -> WalkConfig:
         """Build from ``values``; a ``config`` key (a TOML file path, or a mapping) gives values
         that the other keys override."""
         merged: dict[str, Any] = {}
@@ -149,10 +151,10 @@ class WalkConfig:
                 merged["headers"] = {**merged["headers"], **_headers(value)}
             else:
                 merged[key] = value
-        return cls._validated(merged)
+        return cls._validated(merged, surface)
 
     @classmethod
-    def _validated(cls, values: dict[str, Any]) -> WalkConfig:
+    def _validated(cls, values: dict[str, Any], surface: Surface) -> WalkConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(fields))
         if unknown:
@@ -161,20 +163,21 @@ class WalkConfig:
             )
         if "seed" not in values:
             raise SitewalkError(
-                "missing seed: give the URL to walk, e.g. -a seed=https://docs.example.com/"
+                f"missing {surface.name('seed')}: give the URL to walk, e.g. {surface.argument('seed', _EXAMPLE_SEED)}"
             )
         typed: dict[str, Any] = {}
         for name, value in values.items():
             typed[name] = _convert(name, fields[name].type, value)
         config = cls(**typed)
-        config._check()
+        config._check(surface)
         return config
 
-    def _check(self) -> None:
+    def _check(self, surface: Surface) -> None:
         parts = urlsplit(self.seed)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SitewalkError(
-                f"seed {self.seed!r} is not an http(s) URL (give e.g. -a seed=https://docs.example.com/)"
+                f"{surface.name('seed')} {self.seed!r} is not an http(s) URL "
+                f"(give e.g. {surface.argument('seed', _EXAMPLE_SEED)})"
             )
         for spec in dataclasses.fields(self):
             bounds: Argument = spec.metadata["argument"]
@@ -186,7 +189,10 @@ class WalkConfig:
         if self.links and self.consumer != "index":
             raise SitewalkError(f"links is a field of index items: give it without {self.consumer}'s arguments")
         if self.regex is not None and self.css is None and self.xpath is None:
-            raise SitewalkError("regex filters css/xpath values: give -a css=... or -a xpath=... too")
+            raise SitewalkError(
+                f"regex filters css/xpath values: give {surface.argument('css', '...')} "
+                f"or {surface.argument('xpath', '...')} too"
+            )
         if self.css is not None:
             _check_query("css", self.css)
         if self.xpath is not None:
@@ -197,10 +203,14 @@ class WalkConfig:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
+                    literally = f" (use {surface.argument('fixed_strings', True)} to search for it literally)"
                     raise SitewalkError(
-                        f"{name} {pattern!r} is not a valid regular expression: {exc}"
-                        + (" (use -a fixed_strings=true to search for it literally)" if name == "grep" else "")
+                        f"{surface.name(name)} {pattern!r} is not a valid regular expression: {exc}"
+                        + (literally if name == "grep" else "")
                     ) from None
+
+
+_EXAMPLE_SEED = "https://docs.example.com/"
 
 
 def _check_query(name: str, query: str) -> None:

@@ -16,7 +16,7 @@ from twisted.internet.error import DNSLookupError
 from twisted.python.failure import Failure
 
 from sitewalk import guard
-from sitewalk.failures import OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.failures import Failed, OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -64,14 +64,15 @@ class AddressGuardMiddleware:
             reason = guard.refusal(address, self._networks)
             if reason is not None:
                 self.crawler.stats.inc_value("sitewalk/guard/refused")
-                raise Refused(reason)
+                raise Refused(reason, str(address))
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, (CannotResolveHostError, DNSLookupError)):
-            reason = guard.last_refusal(urlparse_cached(request).hostname or "")
-            if reason is not None:
+            address = guard.last_refusal(urlparse_cached(request).hostname or "")
+            if address is not None:
                 self.crawler.stats.inc_value("sitewalk/guard/refused")
-                raise Refused(reason) from None
+                reason = guard.refusal(address, self._networks) or f"refused address {address}"
+                raise Refused(reason, address) from None
 
 
 class SameOriginMiddleware(WalkComponent):
@@ -113,9 +114,9 @@ class RobotsTxtMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
-        # Per host (netloc): its parser, the reason its robots.txt could not be read, or the
-        # fetch still under way.
-        self._hosts: dict[str, ProtegoRobotParser | str | asyncio.Future[ProtegoRobotParser | str]] = {}
+        # Per host (netloc): its parser, why its robots.txt could not be read, or the fetch
+        # still under way.
+        self._hosts: dict[str, ProtegoRobotParser | Failed | asyncio.Future[ProtegoRobotParser | Failed]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -125,14 +126,14 @@ class RobotsTxtMiddleware:
         if request.meta.get(ROBOTS_META):
             return
         rules = await self._rules(request)
-        if isinstance(rules, str):
+        if isinstance(rules, Failed):
             self.crawler.stats.inc_value("robotstxt/forbidden")
-            raise RobotsUnreachable(f"robots.txt could not be fetched ({rules})")
+            raise RobotsUnreachable(rules)
         if not rules.allowed(request.url, self._user_agent):
             self.crawler.stats.inc_value("robotstxt/forbidden")
-            raise RobotsDisallowed(f"disallowed by robots.txt: {request.url}")
+            raise RobotsDisallowed("disallowed by the site's robots.txt")
 
-    async def _rules(self, request: Request) -> ProtegoRobotParser | str:
+    async def _rules(self, request: Request) -> ProtegoRobotParser | Failed:
         url = urlparse_cached(request)
         netloc = url.netloc
         known = self._hosts.get(netloc)
@@ -144,7 +145,7 @@ class RobotsTxtMiddleware:
             return rules
         return known
 
-    async def _fetch(self, url: str) -> ProtegoRobotParser | str:
+    async def _fetch(self, url: str) -> ProtegoRobotParser | Failed:
         request = Request(url, meta={ROBOTS_META: True}, callback=NO_CALLBACK)
         stats = self.crawler.stats
         stats.inc_value("robotstxt/request_count")
@@ -154,7 +155,7 @@ class RobotsTxtMiddleware:
             return self._unreachable(url, describe(Failure(exc), request))
         stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         if response.status >= 500:
-            return self._unreachable(url, f"it answered {response.status}")
+            return self._unreachable(url, Failed("robots", f"it answered {response.status}", ("ROBOTSTXT_OBEY", False)))
         body = response.body if 200 <= response.status < 300 else b""
         parser = ProtegoRobotParser.from_crawler(self.crawler, body)
         await self.crawler.signals.send_catch_log_async(
@@ -162,10 +163,10 @@ class RobotsTxtMiddleware:
         )
         return parser
 
-    def _unreachable(self, url: str, reason: str) -> str:
-        logger.warning("%s could not be fetched (%s): treating every page as disallowed (RFC 9309)", url, reason)
+    def _unreachable(self, url: str, failed: Failed) -> Failed:
+        logger.warning("%s could not be fetched (%s): treating every page as disallowed (RFC 9309)", url, failed.reason)
         self.crawler.stats.inc_value("sitewalk/robots/unreachable")
-        return reason
+        return failed
 
 
 class BudgetMiddleware(WalkComponent):

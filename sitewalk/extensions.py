@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
+    from sitewalk.failures import Failed
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["FileFeedStorage", "WalkBudget", "WalkJournal", "WalkReport"]
@@ -75,6 +77,13 @@ class WalkBudget(WalkComponent):
             logger.info("robots.txt Crawl-delay %gs is longer than the walk's delay: using it", delay)
 
 
+def _error(seed_error: tuple[str, Failed] | None) -> dict[str, str] | None:
+    if seed_error is None:
+        return None
+    url, failed = seed_error
+    return {"url": url, "kind": failed.kind, "reason": failed.reason}
+
+
 def _nothing() -> None:
     """What :class:`WalkBudget`'s tick does: the reactor clears its cancelled timers when it fires."""
 
@@ -104,6 +113,7 @@ class WalkReport(WalkComponent):
             origin=walk.frontier.origin,
             fetched=walk.budget.pages,
             stopped=stopped,
+            error=_error(walk.results.seed_error),
             failures=list(walk.results.failures),
             robots_skipped=list(walk.results.robots_skipped),
             unvisited=walk.frontier.unvisited() if stopped else [],

@@ -1,9 +1,31 @@
-"""Why a page could not be fetched, as one short reason a person can act on."""
+"""Why a page could not be fetched: a short reason a person can read, and a kind a program can use.
+
+Every failure record (``Report.failures``, the report's ``error``) has a ``url``, a ``kind`` and
+a ``reason``. The kinds, a fixed vocabulary (:data:`KINDS`), each set where the failure is
+detected (the walk's own exceptions carry theirs; Scrapy's download errors are told apart by type):
+
+- ``network``: the connection broke (closed or reset before the response ended)
+- ``timeout``: no whole response within the request's download timeout
+- ``dns``: the host name has no address
+- ``refused``: the connection was refused (nothing listens on the port)
+- ``protocol``: the server's answer is not valid HTTP (a garbage status line, a bad header)
+- ``guard``: the address guard refused the address (not a public one, not allowed)
+- ``redirect-loop``: a redirect led back to a URL of its own chain
+- ``too-many-redirects``: a chain longer than ``REDIRECT_MAX_TIMES``
+- ``off-origin``: a redirect left the walk's origin
+- ``robots``: the seed's robots.txt disallows it or could not be read (answered 5xx)
+- ``budget``: the walk's deadline or max_bytes cut the download off
+- ``too-large``: the body grew past ``DOWNLOAD_MAXSIZE``
+- ``other``: anything else; the reason names the exception
+
+An HTTP error status is not a failure: the page was fetched, with that status.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from OpenSSL.SSL import Error as TLSError
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -17,66 +39,158 @@ from scrapy.exceptions import (
 # Scrapy raises IgnoreRequest from this private exception when a body grows past the download
 # size limit while it is decompressed; no public exception tells that case apart.
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import error as twisted_errors
 from twisted.internet.defer import CancelledError
 
-# Twisted defines this failure of its HTTP client only in a private module; no public name has it.
-from twisted.web._newclient import ResponseNeverReceived
+# Twisted defines the failures of its HTTP client only in a private module; no public name has them.
+from twisted.web._newclient import BadResponseVersion, ParseError, ResponseFailed, ResponseNeverReceived
+
+# Twisted's marker of a body cut short, in a private module; no public name has it.
+from twisted.web.http import _DataLoss
 
 if TYPE_CHECKING:
     from scrapy import Request
     from twisted.python.failure import Failure
 
+    from sitewalk.hints import Surface
     from sitewalk.state import Budget
 
-__all__ = ["OffOrigin", "Refused", "RobotsDisallowed", "RobotsUnreachable", "cut_off", "describe"]
+__all__ = [
+    "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "Refused", "RobotsDisallowed", "RobotsUnreachable", "WalkFailure",
+    "cut_off", "describe",
+]
+
+KINDS = frozenset({
+    "network", "timeout", "dns", "refused", "protocol", "guard", "redirect-loop", "too-many-redirects",
+    "off-origin", "robots", "budget", "too-large", "other",
+})
+# Kinds that say the host cannot be reached at all, whichever of its URLs is asked for.
+HOST_KINDS = frozenset({"dns", "refused", "guard"})
 
 
-class RobotsDisallowed(IgnoreRequest):
+class Failed(NamedTuple):
+    """Why a request failed: its ``kind`` (one of :data:`KINDS`), the ``reason`` in words, and the
+    Scrapy setting and value that would let it through, if one would (``fix``)."""
+
+    kind: str
+    reason: str
+    fix: tuple[str, object] | None = None
+
+    def record(self, url: str, found_on: str | None) -> dict[str, str | None]:
+        """The failure record of the page ``url`` (found on ``found_on``), as reports hold it."""
+        return {"url": url, "kind": self.kind, "reason": self.reason, "found_on": found_on}
+
+    def seed_message(self, url: str, surface: Surface) -> str:
+        """The one line a seed that failed so is reported with, naming the fix in ``surface``'s words."""
+        message = f"{surface.name('seed')} {url} could not be fetched: {self.reason}"
+        return message if self.fix is None else f"{message}; {surface.fix(*self.fix)}"
+
+
+class WalkFailure(IgnoreRequest):
+    """A failure the walk's own components detect; ``kind`` says which (see :data:`KINDS`)."""
+
+    kind = "other"
+    fix: tuple[str, object] | None = None
+
+
+class RobotsDisallowed(WalkFailure):
     """robots.txt does not allow the page."""
 
+    kind = "robots"
+    fix = ("ROBOTSTXT_OBEY", False)
 
-class RobotsUnreachable(IgnoreRequest):
-    """The host's robots.txt could not be read, which RFC 9309 treats as disallowing everything."""
+
+class RobotsUnreachable(WalkFailure):
+    """The host's robots.txt could not be read, which RFC 9309 treats as disallowing everything;
+    ``failed`` is why (a 5xx answer is kind ``robots``, a failed fetch the kind of its failure)."""
+
+    def __init__(self, failed: Failed) -> None:
+        super().__init__(f"robots.txt could not be fetched ({failed.reason})")
+        self.failed = failed
+        self.kind = failed.kind
+        self.fix = failed.fix
 
 
-class OffOrigin(IgnoreRequest):
+class OffOrigin(WalkFailure):
     """A redirect left the walk's origin."""
 
+    kind = "off-origin"
 
-class Refused(IgnoreRequest):
-    """The address guard refused the address the request would connect to."""
+
+class Refused(WalkFailure):
+    """The address guard refused ``address``, the address the request would connect to."""
+
+    kind = "guard"
+
+    def __init__(self, reason: str, address: str) -> None:
+        super().__init__(reason)
+        self.address = address
+        self.fix = ("SITEWALK_GUARD_ALLOW_NETWORKS", address)
 
 
 def cut_off(failure: Failure, request: Request, budget: Budget) -> tuple[str, str] | None:
     """If the walk's budget cut this download short: the stop reason and the page's failure."""
     if failure.check(DownloadTimeoutError, twisted_errors.TimeoutError) and budget.seconds_left() <= 0.05:
         return "deadline", f"cut off at the deadline (deadline={budget.deadline:g}s)"
-    exc = failure.value
-    if request.meta.get("sitewalk_budget_maxsize") and (
-        failure.check(DownloadCancelledError, CancelledError)
-        or (isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, _DecompressionMaxSizeExceeded))
-    ):
+    if request.meta.get("sitewalk_budget_maxsize") and _too_large(failure):
         left = budget.bytes_left()
         return "max-bytes", f"cut off at max_bytes (max_bytes={budget.max_bytes}, {left} left for this page)"
     return None
 
 
-def describe(failure: Failure, request: Request) -> str:
-    """A one-line reason for ``failure``, without a traceback."""
+def _too_large(failure: Failure) -> bool:
     exc = failure.value
-    if isinstance(exc, IgnoreRequest) and str(exc):
-        return str(exc)
+    return bool(failure.check(DownloadCancelledError, CancelledError)) or (
+        isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, _DecompressionMaxSizeExceeded)
+    )
+
+
+def describe(failure: Failure, request: Request) -> Failed:
+    """The kind and the one-line reason of ``failure``, without a traceback."""
+    exc = failure.value
+    if isinstance(exc, WalkFailure):
+        return Failed(exc.kind, str(exc), exc.fix)
     if isinstance(exc, (DownloadTimeoutError, twisted_errors.TimeoutError)):
-        return f"timed out after {request.meta.get('download_timeout', 0):g}s"
+        return Failed("timeout", f"timed out after {request.meta.get('download_timeout', 0):g}s")
     if isinstance(exc, (DownloadConnectionRefusedError, twisted_errors.ConnectionRefusedError)):
-        return "connection refused"
+        return Failed("refused", "connection refused")
     if isinstance(exc, (CannotResolveHostError, twisted_errors.DNSLookupError)):
-        return f"DNS lookup failed for {request.url.split('/')[2]}"
+        return Failed("dns", f"DNS lookup failed: no address for {urlparse_cached(request).hostname}")
+    if _too_large(failure):
+        return Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={request.meta.get('download_maxsize')})")
+    if type(exc) is IgnoreRequest and request.meta.get("redirect_ttl") == 0:
+        # Scrapy's RedirectMiddleware raises a bare IgnoreRequest when a chain has used up its
+        # redirect_ttl (REDIRECT_MAX_TIMES): the meta key says so, whatever the message.
+        hops = request.meta.get("redirect_times", 0)
+        return Failed("too-many-redirects", f"more than {hops} redirects (REDIRECT_MAX_TIMES={hops})")
+    if isinstance(exc, (ResponseDataLossError, twisted_errors.ConnectionLost, twisted_errors.ConnectionDone)):
+        return Failed("network", "connection closed before the response ended")
+    # Scrapy 2.19 re-raises Twisted's client errors as DownloadFailedError, the original as the cause.
+    cause = exc.__cause__ if isinstance(exc, DownloadFailedError) else exc
+    if isinstance(cause, ResponseFailed):
+        return _response_failed(cause)
+    text = str(exc)
+    return Failed("other", f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def _response_failed(exc: ResponseFailed) -> Failed:
+    """Twisted's HTTP client failed: the first of its reasons that says why, in words."""
+    for reason in exc.reasons:
+        value = reason.value
+        if isinstance(value, BadResponseVersion):
+            return Failed("protocol", f"invalid HTTP version {_text(value.args[-1])!r} in the status line")
+        if isinstance(value, ParseError):
+            return Failed("protocol", f"invalid HTTP status line {_text(value.args[-1])!r}")
+        if isinstance(value, TLSError):
+            return Failed("protocol", f"TLS failed: {value}")
+        if isinstance(value, (twisted_errors.ConnectionDone, twisted_errors.ConnectionLost, _DataLoss)):
+            continue  # the close that ended the response; another reason may say more
+        return Failed("protocol", f"invalid HTTP response ({type(value).__name__}: {value})")
     if isinstance(exc, ResponseNeverReceived):
-        return "connection closed before a response arrived"
-    if isinstance(exc, (ResponseDataLossError, twisted_errors.ConnectionLost)):
-        return "connection lost before the whole response arrived"
-    if isinstance(exc, (DownloadCancelledError, DownloadFailedError)) and str(exc):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return Failed("network", "connection closed before a response arrived")
+    return Failed("network", "connection closed before the response ended")
+
+
+def _text(value: object) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)

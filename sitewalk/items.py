@@ -135,6 +135,8 @@ class Report:
     origin: str | None
     fetched: int = 0
     stopped: str | None = None
+    # The seed's failure record (url, kind, reason) when it could not be fetched, else None.
+    error: dict[str, str] | None = None
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     unvisited: list[str] = field(default_factory=list)
@@ -150,8 +152,12 @@ class Report:
 
     def summary(self) -> str:
         """The one line logged at the end of every walk."""
+        ending = (
+            f"walk failed: {self.error['reason']}" if self.error is not None
+            else f"stopped: {self.stopped or 'no (ran out of pages)'}"
+        )
         return (
             f"{self.fetched} pages, {self.bytes} bytes in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
-            f"stopped: {self.stopped or 'no (ran out of pages)'}; failures: {len(self.failures)}; "
+            f"{ending}; failures: {len(self.failures)}; "
             f"robots_skipped: {len(self.robots_skipped)}; unvisited: {len(self.unvisited)}"
         )

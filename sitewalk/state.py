@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from sitewalk.config import WalkConfig
+    from sitewalk.failures import Failed
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
@@ -98,7 +99,8 @@ class Results:
 
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
-    seed_error: str | None = None
+    # The seed's URL and why it could not be fetched, when it could not.
+    seed_error: tuple[str, Failed] | None = None
     consumers: dict[str, int] = field(default_factory=dict)
     sitemaps: list[str] = field(default_factory=list)
 

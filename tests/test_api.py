@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sitewalk import Page, Report, SeedError, SitewalkError, walk, walk_async
+from sitewalk import Page, Report, SeedError, SitewalkError, grep, walk, walk_async
 from tests.conftest import LOOPBACK
 
 SITE = {"/": {"title": "Home", "links": ["/a", "/b"]}, "/a": {"links": ["/a1"]}, "/b": {}, "/a1": {}}
@@ -131,3 +131,22 @@ def test_extract_and_grep_return_their_items(make_site):
     matches, report = grep(site("/"), "needle", delay=0, settings=LOOPBACK)
     assert matches == [Match(url=site("/"), line=2, text="needle one", before=["Home"], after=["/a"], depth=0)]
     assert report.fetched == 2
+
+
+def test_a_bad_pattern_names_the_keyword_argument(make_site):
+    site = make_site(SITE)
+    with pytest.raises(SitewalkError, match=r"\(use fixed_strings=True to search for it literally\)$"):
+        grep(site("/"), "a.b(", settings=LOOPBACK)
+    assert site.requests() == []
+
+
+def test_a_seed_error_carries_its_kind_and_names_the_setting_to_pass(make_site):
+    site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"}, "/": {}})
+    with pytest.raises(SeedError) as raised:
+        walk(site("/"), delay=0, settings=LOOPBACK)
+    assert str(raised.value) == (
+        f"seed {site('/')} could not be fetched: disallowed by the site's robots.txt; "
+        "set settings={\"ROBOTSTXT_OBEY\": False} to fetch it anyway"
+    )
+    assert (raised.value.url, raised.value.kind) == (site("/"), "robots")
+    assert site.paths() == []

@@ -35,9 +35,10 @@ def test_index_feed_and_report(make_site, tmp_path):
     assert items[1]["byte_count"] > 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert list(report) == [
-        "seed", "origin", "fetched", "stopped", "failures", "robots_skipped", "unvisited", "bytes", "elapsed_s",
-        "out_of_scope", "sitemaps",
+        "seed", "origin", "fetched", "stopped", "error", "failures", "robots_skipped", "unvisited", "bytes",
+        "elapsed_s", "out_of_scope", "sitemaps",
     ]
+    assert report["error"] is None
     assert report["seed"] == site("/") and report["origin"] == site.url
     assert report["fetched"] == 3 and report["stopped"] is None
     assert report["bytes"] == sum(item["byte_count"] for item in items)
@@ -113,7 +114,10 @@ def test_seed_disallowed_by_robots_names_the_setting(make_site, tmp_path):
     site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"}, "/": {}})
     result = run_cli("-a", f"seed={site('/')}", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1].endswith("(set -s ROBOTSTXT_OBEY=false to fetch it anyway)")
+    assert result.stderr.splitlines()[-1] == (
+        f"sitewalk: error: seed {site('/')} could not be fetched: disallowed by the site's robots.txt; "
+        "set -s ROBOTSTXT_OBEY=false to fetch it anyway"
+    )
     assert site.paths() == []
     assert "Traceback" not in result.stderr
 
@@ -134,3 +138,15 @@ def test_progress_lines_and_stats(make_site, tmp_path):
     ]
     assert "/1000000, elapsed " in progress[0] and progress[0].endswith("/60s")
     assert "'sitewalk/budget/pages': 4" in result.stderr
+
+
+def test_a_failed_seed_is_the_reports_error_and_the_summary_says_so(tmp_path, unused_port):
+    seed = f"http://127.0.0.1:{unused_port}/"
+    result = run_cli("-a", f"seed={seed}", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 1
+    # The seed's own problem, not that of its robots.txt, which was asked for first.
+    assert result.stderr.splitlines()[-1] == f"sitewalk: error: seed {seed} could not be fetched: connection refused"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["error"] == {"url": seed, "kind": "refused", "reason": "connection refused"}
+    summary = next(line for line in result.stderr.splitlines() if "sitewalk: 0 pages" in line)
+    assert "walk failed: connection refused;" in summary and "ran out of pages" not in summary

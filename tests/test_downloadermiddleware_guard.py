@@ -17,7 +17,9 @@ import pytest
 from sitewalk import SeedError, walk
 from tests.conftest import LOOPBACK, allow_loopback, run_cli, start_cli, wait_for_pages
 
-REFUSED = "refused address 127.0.0.2 (not a public address; allow it with SITEWALK_GUARD_ALLOW_NETWORKS)"
+REFUSED = "refused address 127.0.0.2 (not a public address)"
+# What the API tells its caller to pass to fetch it anyway: its own parameter, not -s syntax.
+API_HINT = 'set settings={"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.2"} to fetch it anyway'
 
 # Spellings of 127.0.0.2 a URL can use.
 FORMS = ["127.0.0.2", "2130706434", "0x7f000002", "0177.0.0.2", "127.2", "0x7f.0.0.2", "127.0.2"]
@@ -36,7 +38,8 @@ def port_of(url: str) -> int:
 def test_refused_seed_in_every_spelling(private, form):
     with pytest.raises(SeedError) as caught:
         walk(f"http://{form}:{port_of(private.url)}/secret", delay=0, settings=LOOPBACK)
-    assert REFUSED in str(caught.value)
+    assert str(caught.value).endswith(f"could not be fetched: {REFUSED}; {API_HINT}")
+    assert caught.value.kind == "guard"
     assert private.requests() == []
 
 
@@ -59,7 +62,7 @@ def test_refused_link_and_page_redirect(make_site, private):
     assert private.requests() == []
     assert site.paths() == ["/", "/hop"]
     # A link to another origin is not followed; a redirect there is a failure.
-    assert [f["url"] for f in report.failures] == [site("/hop")]
+    assert report.failures == [{"url": site("/hop"), "kind": "guard", "reason": REFUSED, "found_on": site("/")}]
 
 
 def test_allowed_address_in_another_spelling_still_works(make_site):
@@ -84,7 +87,7 @@ def test_cli_refuses_by_default_with_one_line(make_site, tmp_path):
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
         f"sitewalk: error: seed {site('/')} could not be fetched: refused address 127.0.0.1 "
-        "(not a public address; allow it with SITEWALK_GUARD_ALLOW_NETWORKS)"
+        "(not a public address); set -s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1 to fetch it anyway"
     )
     assert site.requests() == []
 

@@ -33,7 +33,7 @@ def test_deadline_cuts_a_slow_page_off(make_site):
     assert elapsed < 5
     assert report.stopped == "deadline"
     assert report.failures == [{
-        "url": site("/slow"), "reason": "cut off at the deadline (deadline=2s)", "found_on": site("/"),
+        "url": site("/slow"), "kind": "budget", "reason": "cut off at the deadline (deadline=2s)", "found_on": site("/"),
     }]
     assert report.unvisited == [site("/after")]
     assert site.paths() == ["/", "/slow"]

@@ -39,7 +39,7 @@ from sitewalk.guard import (
 
 
 def reason(address: str) -> str:
-    return f"refused address {address} (not a public address; allow it with SITEWALK_GUARD_ALLOW_NETWORKS)"
+    return f"refused address {address} (not a public address)"
 
 
 # -- refusal ------------------------------------------------------------------------------------
@@ -417,8 +417,8 @@ def test_resolver_drops_private_addresses_of_a_mixed_name(stub: StubResolver) ->
 def test_resolver_refuses_a_name_with_only_private_addresses(stub: StubResolver) -> None:
     received = resolve(make_guard(stub), "metadata.example")
     assert received.addresses == []
-    assert last_refusal("metadata.example") == reason("169.254.169.254")
-    assert last_refusal("METADATA.Example") == reason("169.254.169.254")
+    assert last_refusal("metadata.example") == "169.254.169.254"
+    assert last_refusal("METADATA.Example") == "169.254.169.254"
 
 
 @pytest.mark.parametrize(
@@ -439,7 +439,7 @@ def test_resolver_judges_literal_hosts_without_looking_them_up(
     received = resolve(make_guard(stub), host)
     assert received.addresses == []
     assert stub.asked == []
-    assert last_refusal(host) == reason(judged)
+    assert last_refusal(host) == judged
 
 
 def test_resolver_connects_an_allowed_literal_at_its_address(stub: StubResolver) -> None:
@@ -469,7 +469,7 @@ def test_resolver_allows_networks_of_registered_crawls(stub: StubResolver, crawl
 def test_resolver_cache_keeps_answers_and_filters_each_use(stub: StubResolver, crawl_key: object) -> None:
     resolver = make_guard(stub, cache_size=10)
     assert resolve(resolver, "flip.example").addresses == []
-    assert last_refusal("flip.example") == reason("10.0.0.5")
+    assert last_refusal("flip.example") == "10.0.0.5"
     allow_networks_for_crawl(crawl_key, parse_networks("10.0.0.0/8"))
     assert resolve(resolver, "flip.example", 8443).addresses == [IPv4Address("TCP", "10.0.0.5", 8443)]
     assert stub.asked == ["flip.example"]

@@ -286,9 +286,11 @@ async def test_failures_and_refused_addresses_are_summarised(server: Server, mak
 
 def test_failure_notices_name_a_few_and_count_the_rest() -> None:
     failures: list[dict[str, str | None]] = [
-        {"url": f"http://site.test/{n}", "reason": "connection refused", "found_on": "http://site.test/"} for n in range(5)
+        {"url": f"http://site.test/{n}", "kind": "refused", "reason": "connection refused", "found_on": "http://site.test/"}
+        for n in range(5)
     ]
-    failures.append({"url": "http://site.test/x", "reason": "refused address 10.0.0.1 (...)", "found_on": None})
+    # The notice goes by the kind, whatever the reason says.
+    failures.append({"url": "http://site.test/x", "kind": "guard", "reason": "(any words)", "found_on": None})
     report = Report(seed="http://site.test/", origin="http://site.test", fetched=1, failures=failures)
     refused, failed = report_notices(report, {"max_pages": 20}, ServerOptions())
     assert refused.startswith("1 page refused by the address guard")
@@ -335,8 +337,20 @@ async def test_a_seed_refused_by_the_address_guard_names_the_server_option(serve
     site = make_site(SITE, host="127.0.0.2")
     result = await server.call("web_crawl", url=site("/"))
     assert result.is_error
-    assert "refused address 127.0.0.2" in text(result)
-    assert "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)" in text(result)
+    assert text(result).endswith(
+        f"url {site('/')} could not be fetched: refused address 127.0.0.2 (not a public address); "
+        "this server's operator can fetch it by starting the server with --allow-networks 127.0.0.2"
+    )
+    assert "-s " not in text(result) and "settings=" not in text(result)
+    assert site.requests() == []
+
+
+async def test_a_bad_pattern_names_the_fixed_strings_parameter(server: Server, make_site: Any) -> None:
+    site = make_site(SITE)
+    result = await server.call("web_grep", url=site("/"), pattern="a.b(")
+    assert result.is_error
+    assert "pattern 'a.b(' is not a valid regular expression" in text(result)
+    assert text(result).endswith("(use fixed_strings=true to search for it literally)")
     assert site.requests() == []
 
 

@@ -198,7 +198,7 @@ def test_fixed_strings(make_site, pattern, options, texts):
 
 def test_invalid_regex_is_an_error_before_any_request(make_site):
     site = make_site({"/": {"body": "<p>a.b(</p>"}})
-    with pytest.raises(SitewalkError, match=r"grep 'a\.b\(' is not a valid regular expression.*fixed_strings=true"):
+    with pytest.raises(SitewalkError, match=r"pattern 'a\.b\(' is not a valid regular expression.*fixed_strings=True"):
         run(site("/"), "a.b(")
     assert site.requests() == []
 

@@ -156,6 +156,7 @@ def test_off_origin_redirect_is_a_failure_and_not_followed(make_site):
     assert elsewhere.requests() == []
     assert report.failures == [{
         "url": site("/away"),
+        "kind": "off-origin",
         "reason": f"redirected off-origin to {elsewhere('/landing')}",
         "found_on": site("/"),
     }]

@@ -13,6 +13,7 @@ from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SitewalkError
+from sitewalk.hints import CLI
 
 if TYPE_CHECKING:
     import argparse
@@ -35,7 +36,7 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)
             return
         try:
-            config = WalkConfig.from_mapping(opts.spargs)
+            config = WalkConfig.from_mapping(opts.spargs, CLI)
             assert self.settings is not None
             jobs.check_jobdir(self.settings, config.seed)
         except SitewalkError as exc:
@@ -51,10 +52,12 @@ class Command(ScrapyCrawlCommand):
         if walk is None or self.crawler_process.bootstrap_failed:
             self.exitcode = 1
         elif walk.results.seed_error is not None:
+            url, failed = walk.results.seed_error
+            message = failed.seed_message(url, CLI)
             if crawler.settings.get("LOG_FILE"):
                 # A log file (scrapyd's job log) would not show the line printed to stderr.
-                logger.error("sitewalk: error: %s", walk.results.seed_error)
-            print(f"sitewalk: error: {walk.results.seed_error}", file=sys.stderr)
+                logger.error("sitewalk: error: %s", message)
+            print(f"sitewalk: error: {message}", file=sys.stderr)
             self.exitcode = 1
 
 

@@ -75,9 +75,7 @@ def refusal(ip: str | _Address, allowed: Sequence[_Network] = ()) -> str | None:
     address = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
     if _permitted(address, allowed):
         return None
-    return (
-        f"refused address {address} (not a public address; allow it with {_SETTING})"
-    )
+    return f"refused address {address} (not a public address)"
 
 
 def _permitted(address: _Address, allowed: Sequence[_Network]) -> bool:

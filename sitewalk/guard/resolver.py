@@ -73,7 +73,8 @@ def release_crawl(key: Hashable) -> None:
 
 
 def last_refusal(host: str) -> str | None:
-    """The reason the latest resolution of ``host`` yielded no address, if the guard refused them all.
+    """The address the guard refused when the latest resolution of ``host`` yielded none it may
+    connect to (the first of them; :func:`refusal` of it says why), else None.
 
     ``host`` is compared without case and with or without IPv6 brackets, so
     ``urlparse_cached(request).hostname`` finds the entry.
@@ -130,7 +131,7 @@ class GuardResolver:
     When every address of a host is refused, the receiver gets none and
     HostnameEndpoint fails with DNSLookupError (Scrapy's HTTP handlers re-raise it as
     ``scrapy.exceptions.CannotResolveHostError``); ``last_refusal(host)`` then returns
-    the reason. A later resolution of the host clears or replaces it.
+    the refused address. A later resolution of the host clears or replaces it.
 
     With DNSCACHE_ENABLED, up to DNSCACHE_SIZE answers are cached as the wrapped
     resolver gave them, before filtering, so each use is judged against the networks
@@ -217,17 +218,19 @@ class GuardResolver:
         """Pass the addresses that may be connected to, record why if none may, complete."""
         allowed = self.networks + tuple(chain.from_iterable(_crawl_networks.values()))
         reasons = []
+        refused = []
         for address in addresses:
             reason = refusal(address.host, allowed)
             if reason is None:
                 receiver.addressResolved(address)
             else:
                 reasons.append(reason)
+                refused.append(address.host)
         # Re-inserted rather than overwritten, so the table evicts the stalest host first.
         key = _host_key(host)
         _refusals.pop(key, None)
         if reasons and len(reasons) == len(addresses):
-            _refusals[key] = reasons[0]
+            _refusals[key] = refused[0]
         if reasons:
             logger.debug("Guard dropped %d address(es) of %s: %s", len(reasons), host, reasons[0])
         receiver.resolutionComplete()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -13,10 +13,11 @@ from pydantic import BaseModel, Field
 from sitewalk import __version__
 from sitewalk.api import grep_async, walk_async
 from sitewalk.config import WalkConfig, argument
-from sitewalk.exceptions import SitewalkError
+from sitewalk.exceptions import SeedError, SitewalkError
+from sitewalk.failures import KINDS
 from sitewalk.items import Page
 from sitewalk.mcp.options import ServerOptions
-from sitewalk.mcp.text import count, for_this_server, grep_lines, index_line, report_notices, result
+from sitewalk.mcp.text import MCP, count, grep_lines, index_line, report_notices, result, seed_error
 
 __all__ = ["build_server"]
 
@@ -24,11 +25,20 @@ _T = TypeVar("_T")
 
 
 class WalkFailure(BaseModel):
-    """A page that could not be fetched, the reason, and the page that linked to it."""
+    """A page that could not be fetched, what kind of failure and why, and the page that linked to it."""
 
     url: str
+    kind: str = Field(description="What went wrong, one of: " + ", ".join(sorted(KINDS)) + ".")
     reason: str | None
     found_on: str | None
+
+
+class SeedFailure(BaseModel):
+    """Why the URL the walk started from could not be fetched."""
+
+    url: str
+    kind: str = Field(description="What went wrong, one of: " + ", ".join(sorted(KINDS)) + ".")
+    reason: str
 
 
 class WalkReport(BaseModel):
@@ -40,6 +50,9 @@ class WalkReport(BaseModel):
     stopped: str | None = Field(
         description="null when the walk ran out of pages; else what stopped it with pages left: "
         "max-pages, deadline, max-bytes, callback (web_grep: max_matches reached) or interrupted."
+    )
+    error: SeedFailure | None = Field(
+        default=None, description="Why the start URL could not be fetched; null when it was."
     )
     failures: list[WalkFailure] = Field(description="Pages that could not be fetched, with the reason.")
     robots_skipped: list[str] = Field(description="Pages not fetched because robots.txt disallows them.")
@@ -120,7 +133,8 @@ def _web_crawl(options: ServerOptions) -> Any:
         The walk's report is the structured result."""
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
-        report = await progress.run(walk_async(url, max_depth=max_depth, **progress.arguments(budgets)))
+        walk_options = {"max_depth": max_depth, **budgets}
+        report = await progress.run(url, walk_options, lambda: walk_async(url, **progress.arguments(walk_options)))
         lines = [index_line(page) for page in progress.pages]
         summary = (
             f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
@@ -156,10 +170,13 @@ def _web_grep(options: ServerOptions) -> Any:
         about anything skipped, failed or cut. The walk's report is the structured result."""
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
-        matches, report = await progress.run(grep_async(
-            url, pattern, max_depth=max_depth, ignore_case=ignore_case, context=context,
-            fixed_strings=fixed_strings, **progress.arguments(budgets),
-        ))
+        walk_options = {
+            "max_depth": max_depth, "ignore_case": ignore_case, "context": context, "fixed_strings": fixed_strings,
+            **budgets,
+        }
+        matches, report = await progress.run(
+            url, {"grep": pattern, **walk_options}, lambda: grep_async(url, pattern, **progress.arguments(walk_options))
+        )
         pages = len({match.url for match in matches})
         summary = (
             f"{count(len(matches), 'matching line')} on {pages} of {count(report.fetched, 'page')} "
@@ -193,12 +210,17 @@ class _Progress:
         return {"on_page": self.on_page, "on_page_stops": False, "settings": options.settings(),
                 "delay": options.delay, **budgets}
 
-    async def run(self, walk: Awaitable[_T]) -> _T:
-        """The walk's result; a walk that cannot be made is an error the model can read."""
+    async def run(self, url: str, options: dict[str, Any], walk: Callable[[], Awaitable[_T]]) -> _T:
+        """The result of ``walk()``, a walk of ``url`` with the walk arguments ``options``; a walk
+        that cannot be made is an error the model can read, naming the tools' parameters."""
         try:
-            return await walk
+            # The API checks them too, in the words of Python callers.
+            WalkConfig.from_mapping({"seed": url, **options}, MCP)
+            return await walk()
+        except SeedError as exc:
+            raise ToolError(seed_error(exc)) from None
         except SitewalkError as exc:
-            raise ToolError(for_this_server(str(exc))) from None
+            raise ToolError(str(exc)) from None
 
     async def on_page(self, page: Page) -> bool:
         self.pages.append((page.final_url, page.status, page.byte_count, page.title))

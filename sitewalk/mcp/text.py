@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent
 
+from sitewalk.failures import Failed
+from sitewalk.hints import Surface
 from sitewalk.items import Match, Report
 
 if TYPE_CHECKING:
+    from sitewalk.exceptions import SeedError
     from sitewalk.mcp.options import ServerOptions
 
-__all__ = ["count", "for_this_server", "grep_lines", "index_line", "report_notices", "result"]
+__all__ = ["MCP", "count", "grep_lines", "index_line", "report_notices", "result", "seed_error"]
 
 # How many failures a notice names before it refers to the report for the rest.
 _NAMED_FAILURES = 3
@@ -61,7 +65,7 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
             f"them ({_examples(report.robots_skipped)}). This server obeys robots.txt; its operator can "
             f"start it with {_ROBOTS_OPTION} to fetch them."
         )
-    refused = [f for f in report.failures if (f["reason"] or "").startswith("refused address")]
+    refused = [f for f in report.failures if f["kind"] == "guard"]
     failed = [f for f in report.failures if f not in refused]
     if refused:
         notices.append(
@@ -147,10 +151,32 @@ def result(
     return CallToolResult(content=[TextContent(type="text", text=text[:cap])], structured_content=report.to_dict())
 
 
-def for_this_server(message: str) -> str:
-    """A walk error names a Scrapy setting; the model talks to a server, so name its option too."""
-    if "SITEWALK_GUARD_ALLOW_NETWORKS" in message:
-        return f"{message}. The server's operator can allow a network with {_GUARD_OPTION}."
-    if "ROBOTSTXT_OBEY" in message:
-        return f"{message}. The server's operator can turn that off with {_ROBOTS_OPTION}."
-    return message
+class _Server(Surface):
+    """The MCP server's spelling: the tools' parameters, and the operator's options for settings."""
+
+    # Walk arguments that the tools name otherwise.
+    _PARAMETERS = {"seed": "url", "grep": "pattern"}
+
+    def name(self, argument: str) -> str:
+        return self._PARAMETERS.get(argument, argument)
+
+    def argument(self, name: str, value: Any) -> str:
+        return f"{self.name(name)}={json.dumps(value)}"
+
+    def setting(self, name: str, value: Any) -> str:
+        if name == "SITEWALK_GUARD_ALLOW_NETWORKS":
+            return f"--allow-networks {value}"
+        if name == "ROBOTSTXT_OBEY":
+            return "--robots" if value else "--no-robots"
+        return f"{name}={value}"
+
+    def fix(self, name: str, value: Any) -> str:
+        return f"this server's operator can fetch it by starting the server with {self.setting(name, value)}"
+
+
+MCP: Surface = _Server()
+
+
+def seed_error(exc: SeedError) -> str:
+    """The tool error for a seed that could not be fetched, naming this server's option."""
+    return Failed(exc.kind, exc.reason, exc.fix).seed_message(exc.url, MCP)

@@ -8,7 +8,7 @@ from scrapy import Request, Spider, signals
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
-from sitewalk.failures import RobotsDisallowed, RobotsUnreachable, cut_off, describe
+from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, cut_off, describe
 from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
@@ -149,17 +149,16 @@ class SitewalkSpider(Spider):
             if not request.meta.get("sitewalk_seed"):
                 walk.results.robots_skipped.append(url)
                 self.crawler.stats.inc_value("sitewalk/robots/skipped")
-            elif failure.check(RobotsDisallowed):
-                walk.results.seed_error = (
-                    f"seed {url} is disallowed by the site's robots.txt (set -s ROBOTSTXT_OBEY=false to fetch it anyway)"
-                )
-            else:
-                walk.results.seed_error = f"seed {url} could not be fetched: {failure.value}"
-            return
+                return
+            exc = failure.value
+            # A host that cannot be reached fails its robots.txt first: that is the seed's own problem.
+            if isinstance(exc, RobotsUnreachable) and exc.kind in HOST_KINDS:
+                self._failed(request, url, exc.failed)
+                return
         cut = cut_off(failure, request, walk.budget)
         if cut is not None:
             walk.stop(cut[0], left_unfetched=True)
-        self._failed(request, url, cut[1] if cut is not None else describe(failure, request))
+        self._failed(request, url, Failed("budget", cut[1]) if cut is not None else describe(failure, request))
 
     def sitemap(self, response: Response) -> None:
         """A sitemap file (not a page: no item, not in max_pages, in max_bytes): its URLs join the
@@ -189,16 +188,17 @@ class SitewalkSpider(Spider):
         self.walk.gate.request_over()
         chain = request.meta.get("redirect_urls", [])
         if request.url in chain:
-            self._failed(request, chain[0], "redirect loop: " + " -> ".join([*chain, request.url]))
+            self._failed(request, chain[0], Failed("redirect-loop", "redirect loop: " + " -> ".join([*chain, request.url])))
         else:
             self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
 
-    def _failed(self, request: Request, url: str, reason: str) -> None:
+    def _failed(self, request: Request, url: str, failed: Failed) -> None:
         if request.meta.get("sitewalk_seed"):
-            self.walk.results.seed_error = f"seed {url} could not be fetched: {reason}"
+            self.walk.results.seed_error = (url, failed)
             return
-        self.walk.results.failures.append({"url": url, "reason": reason, "found_on": request.meta.get("sitewalk_found_on")})
+        self.walk.results.failures.append(failed.record(url, request.meta.get("sitewalk_found_on")))
         self.crawler.stats.inc_value("sitewalk/failures")
+        self.crawler.stats.inc_value(f"sitewalk/failures/{failed.kind}")
 
     async def closed(self, reason: str) -> None:
         await self._reader.close()

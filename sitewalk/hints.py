@@ -1,0 +1,63 @@
+"""How each front end spells the input a message tells its user to give: arguments and settings.
+
+A message names the argument or setting that changes the outcome, in the words of the surface
+where it is read: ``-a fixed_strings=true`` and ``-s ROBOTSTXT_OBEY=false`` on the command line,
+``fixed_strings=True`` and ``settings={"ROBOTSTXT_OBEY": False}`` in Python. (The MCP server's
+spelling is :data:`sitewalk.mcp.text.MCP`.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["API", "CLI", "Surface"]
+
+
+class Surface:
+    """One front end's spelling; this base spells them as ``scrapy crawl sitewalk`` takes them."""
+
+    def name(self, argument: str) -> str:
+        """What this front end calls the walk argument ``argument``."""
+        return argument
+
+    def argument(self, name: str, value: Any) -> str:
+        """How to give the walk argument ``name`` the value ``value``."""
+        return f"-a {name}={_word(value)}"
+
+    def setting(self, name: str, value: Any) -> str:
+        """How to give the Scrapy setting ``name`` the value ``value``."""
+        return f"-s {name}={_word(value)}"
+
+    def fix(self, name: str, value: Any) -> str:
+        """What to do to fetch a page that the setting ``name`` kept from being fetched."""
+        return f"set {self.setting(name, value)} to fetch it anyway"
+
+
+class _Python(Surface):
+    """The Python API: keyword arguments, and Scrapy settings in ``settings=``."""
+
+    def name(self, argument: str) -> str:
+        # grep() and grep_async() take the grep argument as their ``pattern``.
+        return "pattern" if argument == "grep" else argument
+
+    def argument(self, name: str, value: Any) -> str:
+        return f"{name}={_python(value)}"
+
+    def setting(self, name: str, value: Any) -> str:
+        return f"settings={{{_python(name)}: {_python(value)}}}"
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _python(value: Any) -> str:
+    # Double quotes, as code is usually written; repr() for everything but text.
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+CLI = Surface()
+API: Surface = _Python()
