@@ -14,7 +14,7 @@ from scrapy.settings import Settings
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
 from sitewalk import jobs
-from sitewalk.config import WalkConfig
+from sitewalk.config import WalkConfig, check_run
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.hints import API
 from sitewalk.items import Extract, Match, Page, Report
@@ -118,7 +118,9 @@ class _Walk:
         values = {key: value for key, value in options.items() if value is not None}
         if seed is not None:
             values["seed"] = seed
-        return cls(WalkConfig.from_mapping(values, API), on_page, on_page_stops, settings, collect)
+        config = WalkConfig.from_mapping(values, API)
+        check_run(config, _settings(settings), API)
+        return cls(config, on_page, on_page_stops, settings, collect)
 
 
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import ada_url
 from cssselect import SelectorError
 from parsel import Selector
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
 
-__all__ = ["Argument", "WalkConfig", "argument", "parse_bool"]
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["Argument", "WalkConfig", "argument", "check_run", "parse_bool"]
 
 # Arguments scrapyd adds to every job; they are not walk settings.
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
@@ -26,6 +32,7 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 # RFC 9110 token characters; CR, LF and NUL can never be part of a field value.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 @dataclass(frozen=True)
@@ -173,12 +180,7 @@ class WalkConfig:
         return config
 
     def _check(self, surface: Surface) -> None:
-        parts = urlsplit(self.seed)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SitewalkError(
-                f"{surface.name('seed')} {self.seed!r} is not an http(s) URL "
-                f"(give e.g. {surface.argument('seed', _EXAMPLE_SEED)})"
-            )
+        _check_seed(self.seed, surface)
         for spec in dataclasses.fields(self):
             bounds: Argument = spec.metadata["argument"]
             bounds.check(spec.name, getattr(self, spec.name))
@@ -208,6 +210,71 @@ class WalkConfig:
                         f"{surface.name(name)} {pattern!r} is not a valid regular expression: {exc}"
                         + (literally if name == "grep" else "")
                     ) from None
+
+
+def _check_seed(seed: str, surface: Surface) -> None:
+    """The seed must be an http(s) URL by the parser the walk resolves links with (WHATWG, ada)."""
+    example = surface.argument("seed", _EXAMPLE_SEED)
+    valid = ada_url.check_url(seed)
+    scheme = ada_url.parse_url(seed, attributes=("protocol",))["protocol"][:-1] if valid else _scheme(seed)
+    if scheme.lower() not in ("http", "https"):
+        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not an http(s) URL (give e.g. {example})")
+    if not valid:
+        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not a valid URL{_url_problem(seed)} (give e.g. {example})")
+
+
+def _scheme(url: str) -> str:
+    found = _SCHEME.match(url.strip())
+    return found.group(1) if found else ""
+
+
+def _url_problem(url: str) -> str:
+    """What is wrong with a URL ada refuses, when the usual suspects tell."""
+    try:
+        netloc = urlsplit(url).netloc
+        urlsplit(url).port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        return f": {str(exc)[0].lower()}{str(exc)[1:]}"
+    if any(character.isspace() for character in netloc):
+        return ": its host has a space in it"
+    return ""
+
+
+def _check_report(report: str, surface: Surface) -> None:
+    """The report is written at the end of the walk: a path it cannot be written to fails now."""
+    path = Path(report)
+    directory = path.parent
+    problem = None
+    if path.is_dir():
+        problem = "is a directory"
+    elif not directory.is_dir():
+        problem = f"is in a directory that does not exist ({str(directory)!r})"
+    elif not os.access(directory, os.W_OK):
+        problem = f"is in a directory this process cannot write to ({str(directory)!r})"
+    if problem is not None:
+        raise SitewalkError(
+            f"report {report!r} {problem}: give a file path in an existing directory, "
+            f"e.g. {surface.argument('report', 'report.json')}"
+        )
+
+
+def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
+    """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
+    the report's path and the sitewalk settings."""
+    if config.report is not None:
+        _check_report(config.report, surface)
+    name = "SITEWALK_GUARD_ALLOW_NETWORKS"
+    networks = settings.get(name)
+    parse_networks(networks, given_as=surface.setting(name, networks))
+    name = "SITEWALK_PROGRESS_INTERVAL"
+    interval = settings.get(name)
+    try:
+        float(interval)
+    except (TypeError, ValueError):
+        raise SitewalkError(
+            f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
+            "0 = a progress line at each new depth only)"
+        ) from None
 
 
 _EXAMPLE_SEED = "https://docs.example.com/"

@@ -133,6 +133,35 @@ def test_extract_and_grep_return_their_items(make_site):
     assert report.fetched == 2
 
 
+@pytest.mark.parametrize(
+    ("arguments", "settings", "message"),
+    [
+        ({"seed": "http://127.0.0.1:99999/"}, {},
+         "seed 'http://127.0.0.1:99999/' is not a valid URL: port out of range 0-65535 "
+         "(give e.g. seed=\"https://docs.example.com/\")"),
+        ({"seed": "http://host :80/"}, {}, "seed 'http://host :80/' is not a valid URL: its host has a space in it"),
+        ({"seed": "http://[::1/"}, {}, "seed 'http://[::1/' is not a valid URL: invalid IPv6 URL"),
+        ({"report": "/no/such/dir/r.json"}, {},
+         "report '/no/such/dir/r.json' is in a directory that does not exist ('/no/such/dir'): "
+         "give a file path in an existing directory, e.g. report=\"report.json\""),
+        ({}, {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/33"},
+         "settings={\"SITEWALK_GUARD_ALLOW_NETWORKS\": \"127.0.0.1/33\"}: '127.0.0.1/33' is not an IP network"),
+        ({}, {"SITEWALK_PROGRESS_INTERVAL": "abc"},
+         "settings={\"SITEWALK_PROGRESS_INTERVAL\": \"abc\"} is not a number of seconds "
+         "(give e.g. settings={\"SITEWALK_PROGRESS_INTERVAL\": 10}; 0 = a progress line at each new depth only)"),
+        ({"regex": "x"}, {}, "regex filters css/xpath values: give css=\"...\" or xpath=\"...\" too"),
+    ],
+    ids=["port", "space", "bracket", "report", "networks", "interval", "regex"],
+)
+def test_bad_input_raises_in_the_words_of_python_before_any_request(make_site, arguments, settings, message):
+    site = make_site(SITE)
+    with pytest.raises(SitewalkError) as raised:
+        walk(**{"seed": site("/"), **arguments}, delay=0, settings={**LOOPBACK, **settings})
+    assert str(raised.value).startswith(message)
+    assert "-a " not in str(raised.value) and "-s " not in str(raised.value)
+    assert site.requests() == []
+
+
 def test_a_bad_pattern_names_the_keyword_argument(make_site):
     site = make_site(SITE)
     with pytest.raises(SitewalkError, match=r"\(use fixed_strings=True to search for it literally\)$"):

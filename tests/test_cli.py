@@ -140,6 +140,42 @@ def test_progress_lines_and_stats(make_site, tmp_path):
     assert "'sitewalk/budget/pages': 4" in result.stderr
 
 
+# Bad input, as users have typed it ({seed}: the local site), and what the error line says.
+BAD_INPUT = [
+    (["-a", "seed=http://127.0.0.1:99999/"],
+     "seed 'http://127.0.0.1:99999/' is not a valid URL: port out of range 0-65535 "
+     "(give e.g. -a seed=https://docs.example.com/)"),
+    (["-a", "seed=http://host :80/"],
+     "seed 'http://host :80/' is not a valid URL: its host has a space in it (give e.g. -a seed=https://docs.example.com/)"),
+    (["-a", "seed=http://[::1/"],
+     "seed 'http://[::1/' is not a valid URL: invalid IPv6 URL (give e.g. -a seed=https://docs.example.com/)"),
+    (["-a", "seed={seed}", "-a", "report=/no/such/dir/r.json"],
+     "report '/no/such/dir/r.json' is in a directory that does not exist ('/no/such/dir'): "
+     "give a file path in an existing directory, e.g. -a report=report.json"),
+    (["-a", "seed={seed}", "-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33"],
+     "-s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33: '127.0.0.1/33' is not an IP network "
+     "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
+    (["-a", "seed={seed}", "-s", "SITEWALK_PROGRESS_INTERVAL=abc"],
+     "-s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
+     "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=["port", "space", "bracket", "report", "networks", "interval"])
+def test_bad_input_is_one_line_exit_2_and_costs_no_file(make_site, tmp_path, args, message):
+    site = make_site(SITE)
+    (tmp_path / "out.jsonl").write_text("a feed from an earlier walk\n")
+    arguments = [arg.replace("{seed}", site("/")) for arg in args]
+    result = run_cli(*arguments, "-O", "out.jsonl", "-a", "delay=0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert [line for line in result.stderr.splitlines() if line.startswith("sitewalk: error:")] == [
+        f"sitewalk: error: {message}"
+    ]
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "out.jsonl").read_text() == "a feed from an earlier walk\n"
+    assert site.requests() == []
+
+
 def test_a_failed_seed_is_the_reports_error_and_the_summary_says_so(tmp_path, unused_port):
     seed = f"http://127.0.0.1:{unused_port}/"
     result = run_cli("-a", f"seed={seed}", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)

@@ -345,6 +345,24 @@ async def test_a_seed_refused_by_the_address_guard_names_the_server_option(serve
     assert site.requests() == []
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:99999/", "url 'http://127.0.0.1:99999/' is not a valid URL: port out of range 0-65535 "
+         "(give e.g. url=\"https://docs.example.com/\")"),
+        ("http://host :80/", "url 'http://host :80/' is not a valid URL: its host has a space in it"),
+        ("http://[::1/", "url 'http://[::1/' is not a valid URL: invalid IPv6 URL"),
+    ],
+    ids=["port", "space", "bracket"],
+)
+async def test_a_bad_url_is_a_tool_error_naming_the_parameter(server: Server, url: str, message: str) -> None:
+    for tool, arguments in (("web_crawl", {}), ("web_grep", {"pattern": "x"})):
+        result = await server.call(tool, url=url, **arguments)
+        assert result.is_error
+        assert message in text(result)
+        assert "seed" not in text(result)
+
+
 async def test_a_bad_pattern_names_the_fixed_strings_parameter(server: Server, make_site: Any) -> None:
     site = make_site(SITE)
     result = await server.call("web_grep", url=site("/"), pattern="a.b(")

@@ -11,7 +11,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 
 from sitewalk import jobs
-from sitewalk.config import WalkConfig
+from sitewalk.config import WalkConfig, check_run
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI
 
@@ -35,9 +35,11 @@ class Command(ScrapyCrawlCommand):
         if args != ["sitewalk"]:
             super().run(args, opts)
             return
+        assert self.settings is not None
+        # Before the crawler exists: nothing is requested and no feed file is opened (or truncated).
         try:
             config = WalkConfig.from_mapping(opts.spargs, CLI)
-            assert self.settings is not None
+            check_run(config, self.settings, CLI)
             jobs.check_jobdir(self.settings, config.seed)
         except SitewalkError as exc:
             print(f"sitewalk: error: {exc}", file=sys.stderr)

@@ -39,11 +39,14 @@ _IPV4_DIGITS = {10: "0123456789", 8: "01234567", 16: "0123456789abcdefABCDEF"}
 _SETTING = "SITEWALK_GUARD_ALLOW_NETWORKS"
 
 
-def parse_networks(value: str | list[str] | tuple[str, ...] | None) -> tuple[_Network, ...]:
+def parse_networks(
+    value: str | list[str] | tuple[str, ...] | None, given_as: str = _SETTING
+) -> tuple[_Network, ...]:
     """Parse SITEWALK_GUARD_ALLOW_NETWORKS: comma-separated CIDRs or a list of them.
 
     A bare address is a /32 or /128 network. A network with host bits set
     (``10.1.2.3/8``) is refused rather than widened, as it is more likely a typo.
+    The error names the value as the user gave it (``given_as``, e.g. ``--allow-networks``).
     """
     if not value:
         return ()
@@ -57,7 +60,7 @@ def parse_networks(value: str | list[str] | tuple[str, ...] | None) -> tuple[_Ne
             networks.append(ipaddress.ip_network(text))
         except ValueError:
             message = (
-                f"{_SETTING}: {text!r} is not an IP network"
+                f"{given_as}: {text!r} is not an IP network"
                 " (use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"
             )
             raise SitewalkError(message) from None
