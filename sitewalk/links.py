@@ -4,10 +4,15 @@ The page is parsed with lexbor (selectolax), an HTML5 parser in C, and each link
 ada, a WHATWG URL parser in C: on a link-heavy site these two steps are most of the walk's own
 work, and both are several times faster than lxml and ``urljoin`` + ``safe_url_string`` while
 following the HTML and URL standards exactly (whitespace stripped, tabs and newlines dropped,
-percent-encoding, dot segments, default ports and host case normalised).
+percent-encoding, dot segments, default ports and host case normalised). As a browser does
+(the URL standard's "encoding-parse"), the query of a link on a page in another encoding than
+UTF-8 is percent-encoded in the page's encoding; the path is always UTF-8.
 """
 
 from __future__ import annotations
+
+import codecs
+import re
 
 import ada_url
 from ada_url._ada_wrapper import ffi, lib
@@ -31,6 +36,11 @@ _unpack = ffi.unpack
 _FOLLOWED = 'a[href]:not([rel~="nofollow" i]), area[href]:not([rel~="nofollow" i])'
 _LINK_ELEMENTS = f"meta[name], base[href], {_FOLLOWED}"
 _NOFOLLOW = frozenset({"nofollow", "none"})
+# Encodings whose pages' URLs are encoded in UTF-8 all through (the URL standard: UTF-16 too).
+_UTF8_URLS = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be"})
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+# Bytes of an encoded query left as they are: printable ASCII outside the query percent-encode set.
+_QUERY_SAFE = frozenset(range(0x21, 0x7F)) - frozenset(b"\"#<>'")
 
 
 def parse_html(body: bytes | str) -> LexborHTMLParser:
@@ -50,10 +60,12 @@ def page_title(tree: LexborHTMLParser) -> str | None:
     return " ".join(title.text(deep=True).split()) or None
 
 
-def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
+def page_links(tree: LexborHTMLParser, url: str, encoding: str | None = None) -> list[str]:
     """Absolute http(s) URLs of the page's ``<a href>`` and ``<area href>``, in document order.
 
-    Resolved against the first ``<base href>`` (or ``url``), normalised, fragments dropped;
+    Resolved against the first ``<base href>`` (or ``url``), normalised, fragments dropped; the
+    query of a non-ASCII href percent-encoded in the page's ``encoding`` (a Python codec name;
+    None for UTF-8);
     ``rel=nofollow`` links and pages with ``<meta name=robots content=nofollow>`` yield nothing.
     Each ``href`` is resolved once per page, without its fragment (a ``#`` always starts the
     fragment, so ``a.html#x`` and ``a.html#y`` are one URL, resolved once), and links back to the
@@ -90,9 +102,12 @@ def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
     base_length = len(base_bytes)
     links: list[str] = []
     append = links.append
+    query_encoding = _query_encoding(encoding)
     for href in hrefs:
         if same_document and not href.strip():
             continue  # this page itself: already known
+        if query_encoding is not None and not href.isascii():
+            href = _encode_query(href, query_encoding)
         try:
             href_bytes = href.encode()
         except UnicodeEncodeError:  # lone surrogates: not a URL a browser could request
@@ -108,3 +123,38 @@ def page_links(tree: LexborHTMLParser, url: str) -> list[str]:
         if absolute.startswith(("http://", "https://")):
             append(absolute)
     return links
+
+
+def _query_encoding(encoding: str | None) -> str | None:
+    """The codec a page's link queries are encoded in, when it is not UTF-8 (nor unknown)."""
+    if encoding is None:
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return None
+    return None if name in _UTF8_URLS else name
+
+
+def _encode_query(href: str, encoding: str) -> str:
+    """``href`` with the non-ASCII characters of its query percent-encoded in ``encoding``; a
+    character the encoding lacks becomes ``%26%23<code point>%3B`` (``&#N;``), as the URL
+    standard's "percent-encode after encoding" says. ada then encodes the rest as UTF-8.
+
+    (w3lib's ``safe_url_string(url, encoding)`` makes the same split but raises
+    UnicodeEncodeError for a character the encoding lacks.)
+    """
+    cut = href.find("?")
+    if cut < 0:
+        return href
+    return href[: cut + 1] + _NON_ASCII.sub(lambda run: _encode_run(run.group(), encoding), href[cut + 1 :])
+
+
+def _encode_run(text: str, encoding: str) -> str:
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError:
+        if len(text) == 1:
+            return f"%26%23{ord(text)}%3B"
+        return "".join(_encode_run(character, encoding) for character in text)
+    return "".join(chr(byte) if byte in _QUERY_SAFE else f"%{byte:02X}" for byte in data)

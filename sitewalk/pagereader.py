@@ -10,7 +10,9 @@ while the walk downloads the next page. Where the helper cannot start or stops, 
 pages itself (see the spider): the same results, only later.
 
 The helper speaks frames over its stdin and stdout. A request: flags (1 = links, 2 = lines),
-the lengths of the page's URL and HTML (big-endian), then both, UTF-8. An answer: ``b"o"`` and
+the lengths of the page's URL and HTML (big-endian) and of the name of its encoding (one byte;
+0 for UTF-8, which its links' queries are encoded in), then the URL, the HTML (both UTF-8) and
+the encoding's name. An answer: ``b"o"`` and
 the lengths of the title (``0xFFFFFFFF`` for none), the links and the lines, then those three,
 links and lines joined by newlines (no resolved URL and no visible line contains one); or ``b"e"``
 and an error message. Answers come in the order of the requests.
@@ -41,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 LINKS = 1
 LINES = 2
-_REQUEST = struct.Struct(">BII")
+_REQUEST = struct.Struct(">BIIB")
 _ANSWER = struct.Struct(">cIII")
 _ERROR = struct.Struct(">cI")
 _NO_TITLE = 0xFFFFFFFF
@@ -59,15 +61,16 @@ class ReadPage(NamedTuple):
     lines: list[str] | None
 
 
-def read_page(markup: bytes | str, url: str, flags: int) -> ReadPage:
-    """Title, links (if ``flags & LINKS``) and visible lines (if ``flags & LINES``) of a page."""
-    return read_tree(parse_html(markup), url, links=bool(flags & LINKS), lines=bool(flags & LINES))
+def read_page(markup: bytes | str, url: str, flags: int, encoding: str | None = None) -> ReadPage:
+    """Title, links (if ``flags & LINKS``; their queries in the page's ``encoding``, None for
+    UTF-8) and visible lines (if ``flags & LINES``) of a page."""
+    return read_tree(parse_html(markup), url, links=bool(flags & LINKS), lines=bool(flags & LINES), encoding=encoding)
 
 
-def read_tree(tree: LexborHTMLParser, url: str, links: bool, lines: bool) -> ReadPage:
+def read_tree(tree: LexborHTMLParser, url: str, links: bool, lines: bool, encoding: str | None = None) -> ReadPage:
     """:func:`read_page` of a parsed page (``lines`` changes the tree)."""
     # Links first: visible_lines changes the tree.
-    page_urls = page_links(tree, url) if links else []
+    page_urls = page_links(tree, url, encoding) if links else []
     return ReadPage(page_title(tree), page_urls, visible_lines(tree) if lines else None)
 
 
@@ -79,11 +82,12 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
         header = requests.read(_REQUEST.size)
         if len(header) < _REQUEST.size:
             return
-        flags, url_size, markup_size = _REQUEST.unpack(header)
+        flags, url_size, markup_size, encoding_size = _REQUEST.unpack(header)
         url = requests.read(url_size).decode("utf-8")
         markup = requests.read(markup_size)
+        encoding = requests.read(encoding_size).decode("ascii") if encoding_size else None
         try:
-            page = read_page(markup, url, flags)
+            page = read_page(markup, url, flags, encoding)
         except Exception as exc:  # noqa: BLE001 - reported to the walk, which then reads the page itself
             message = repr(exc).encode("utf-8", "replace")
             answers.write(_ERROR.pack(b"e", len(message)) + message)
@@ -123,7 +127,9 @@ class PageReader:
             return None
         return cls(process)
 
-    def read(self, markup: bytes | str, url: str, links: bool, lines: bool) -> asyncio.Future[ReadPage]:
+    def read(
+        self, markup: bytes | str, url: str, links: bool, lines: bool, encoding: str | None = None
+    ) -> asyncio.Future[ReadPage]:
         """The page read by the helper (a future; it fails with BrokenPipeError if the helper stopped)."""
         future: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
         stdin = self._process.stdin
@@ -133,9 +139,12 @@ class PageReader:
         # lexbor reads text as UTF-8, dropping what cannot be encoded: the bytes it would parse here.
         data = markup if isinstance(markup, bytes) else markup.encode("utf-8", "ignore")
         url_bytes = url.encode("utf-8")
+        # A codec name: short ASCII (longer would not fit its length byte; such a page is UTF-8 here).
+        name = encoding.encode("ascii", "ignore") if encoding else b""
+        name = name if len(name) < 256 else b""
         flags = (LINKS if links else 0) | (LINES if lines else 0)
         # Buffered by the transport: writing never blocks the walk.
-        stdin.write(_REQUEST.pack(flags, len(url_bytes), len(data)) + url_bytes + data)
+        stdin.write(_REQUEST.pack(flags, len(url_bytes), len(data), len(name)) + url_bytes + data + name)
         self._pending.append((future, lines))
         return future
 
@@ -206,10 +215,11 @@ class Reader:
         self._closing: set[asyncio.Future[None]] = set()
 
     async def read(
-        self, markup: bytes | str, url: str, *, links: bool, lines: bool
+        self, markup: bytes | str, url: str, *, links: bool, lines: bool, encoding: str | None = None
     ) -> tuple[ReadPage, LexborHTMLParser | None]:
         """What the page says, and its tree when it was parsed here (None when a helper read it:
-        ``Page.tree`` parses on first use). Reading lines changes the tree."""
+        ``Page.tree`` parses on first use). Reading lines changes the tree; ``encoding`` is the
+        page's (None for UTF-8), which its links' queries are encoded in."""
         large = len(markup) >= HELPER_MIN_BYTES
         if large and self._starting is None:
             self._starting = asyncio.ensure_future(self._start_helpers())
@@ -217,7 +227,7 @@ class Reader:
             helper = self._helpers[self._sent % len(self._helpers)]
             self._sent += 1
             try:
-                return await helper.read(markup, url, links, lines), None
+                return await helper.read(markup, url, links, lines, encoding), None
             except (BrokenPipeError, RuntimeError) as exc:
                 self._helper_failed(exc)
                 tree = parse_html(markup)
@@ -225,7 +235,7 @@ class Reader:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             tree = await asyncio.get_running_loop().run_in_executor(self._thread, parse_html, markup)
-        return read_tree(tree, url, links=links, lines=lines), tree
+        return read_tree(tree, url, links=links, lines=lines, encoding=encoding), tree
 
     async def _start_helpers(self) -> None:
         count = 2 if self._lines and (os.cpu_count() or 1) > 1 else 1

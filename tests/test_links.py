@@ -109,3 +109,20 @@ def test_link_rules(markup, expected):
 )
 def test_title(markup, title):
     assert page_title(parse_html(markup)) == title
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [
+        (None, "http://site.test/p%C3%A9?w=caf%C3%A9&j=%E6%97%A5"),
+        ("utf-8", "http://site.test/p%C3%A9?w=caf%C3%A9&j=%E6%97%A5"),
+        ("utf-16", "http://site.test/p%C3%A9?w=caf%C3%A9&j=%E6%97%A5"),
+        # A character the encoding lacks is sent as &#N;, percent-encoded (the URL standard).
+        ("cp1252", "http://site.test/p%C3%A9?w=caf%E9&j=%26%2326085%3B"),
+        ("shift_jis", "http://site.test/p%C3%A9?w=caf%26%23233%3B&j=%93%FA"),
+        ("no-such-codec", "http://site.test/p%C3%A9?w=caf%C3%A9&j=%E6%97%A5"),
+    ],
+)
+def test_a_query_is_encoded_in_the_pages_encoding_the_path_in_utf8(encoding, expected):
+    tree = parse_html('<a href="/pé?w=café&j=日">x</a><a href="/ascii?q=1">y</a>')
+    assert page_links(tree, "http://site.test/", encoding) == [expected, "http://site.test/ascii?q=1"]

@@ -317,3 +317,21 @@ def test_page_carries_headers_body_and_text(make_site):
     assert "Caf\u00e9" in page.text
     assert page.headers["Content-Type"] == "text/html; charset=iso-8859-1"
     assert page.byte_count == len(page.body) and b"Caf\xe9" in page.body
+
+
+@pytest.mark.parametrize(
+    ("charset", "query"),
+    [("iso-8859-1", "w=caf%E9"), ("windows-1252", "w=caf%E9&e=%80"), ("utf-8", "w=caf%C3%A9&e=%E2%82%AC")],
+)
+@pytest.mark.parametrize("padding", [0, 20_000], ids=["read-here", "read-by-a-helper"])
+def test_a_links_query_is_encoded_in_the_pages_encoding_its_path_in_utf8(make_site, charset, query, padding):
+    # As a browser sends it (the URL standard's encoding-parse); pages from 16 KiB on are read
+    # in helper processes, which must know the encoding too.
+    euro = "&e=€" if charset != "iso-8859-1" else ""
+    site = make_site({
+        "/": {"title": "Café", "links": [f"/q?w=café{euro}", "/café/"], "body": "<p>" + "x" * padding + "</p>",
+              "encoding": charset, "content_type": f"text/html; charset={charset}"},
+    })
+    report, _ = run(site("/"))
+    assert report.failures == []
+    assert site.paths() == ["/", f"/q?{query}", "/caf%C3%A9/"]

@@ -128,7 +128,8 @@ class SitewalkSpider(Spider):
         its visible lines; returns the links."""
         if not page.is_html or not response.body:
             return []
-        markup = response.body if page.encoding in UTF8_CHARSETS else response.text
+        utf8 = page.encoding in UTF8_CHARSETS
+        markup = response.body if utf8 else response.text
         successful = 200 <= page.status < 300
         walk = self.walk
         absence = walk.absence
@@ -136,6 +137,7 @@ class SitewalkSpider(Spider):
             markup, response.url,
             links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links),
             lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
+            encoding=None if utf8 else page.encoding,
         )
         page.add_reading(read.title, read.lines, tree, read.links)
         return read.links
