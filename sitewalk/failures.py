@@ -157,7 +157,7 @@ def describe(failure: Failure, request: Request) -> Failed:
         return Failed("refused", "connection refused")
     if isinstance(exc, (CannotResolveHostError, twisted_errors.DNSLookupError)):
         return Failed("dns", f"DNS lookup failed: no address for {urlparse_cached(request).hostname}")
-    if _too_large(failure):
+    if request.meta.get("download_maxsize") and _too_large(failure):
         return Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={request.meta.get('download_maxsize')})")
     if type(exc) is IgnoreRequest and request.meta.get("redirect_ttl") == 0:
         # Scrapy's RedirectMiddleware raises a bare IgnoreRequest when a chain has used up its

@@ -179,3 +179,16 @@ def test_a_seed_error_carries_its_kind_and_names_the_setting_to_pass(make_site):
     )
     assert (raised.value.url, raised.value.kind) == (site("/"), "robots")
     assert site.paths() == []
+
+
+def test_the_async_functions_check_input_the_same_way(make_site):
+    site = make_site(SITE)
+
+    async def main() -> None:
+        with pytest.raises(SitewalkError, match=r"^seed 'http://\[::1/' is not a valid URL"):
+            await walk_async("http://[::1/", settings=LOOPBACK)
+        with pytest.raises(SitewalkError, match=r"^report '/no/such/dir/r.json' is in a directory that does not exist"):
+            await walk_async(site("/"), report="/no/such/dir/r.json", settings=LOOPBACK)
+
+    asyncio.run(main())
+    assert site.requests() == []

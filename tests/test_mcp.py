@@ -483,3 +483,15 @@ def test_stdout_carries_only_the_protocol_and_the_server_exits_when_stdin_closes
     assert site.paths() == ["/", "/a", "/b"]
     log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
     assert "Spider opened" in log and "DEBUG" in log
+
+
+def test_a_bad_network_option_names_the_option(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sitewalk.mcp", "--allow-networks", "127.0.0.1/33"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "sitewalk-mcp: error: --allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS): '127.0.0.1/33' is not an IP "
+        "network (use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"
+    )

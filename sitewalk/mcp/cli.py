@@ -104,7 +104,7 @@ def _options(argv: Sequence[str] | None) -> tuple[ServerOptions, str]:
         if robots is None:
             parser.error(f"ROBOTSTXT_OBEY must be true or false, got {text.strip().lower()!r}")
     try:
-        parse_networks(args.allow_networks)
+        parse_networks(args.allow_networks, given_as="--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)")
     except SitewalkError as exc:
         parser.error(str(exc))
     numbers = {field: getattr(args, field) for field, _, _, _ in _NUMBERS}

@@ -65,7 +65,8 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
             f"them ({_examples(report.robots_skipped)}). This server obeys robots.txt; its operator can "
             f"start it with {_ROBOTS_OPTION} to fetch them."
         )
-    refused = [f for f in report.failures if f["kind"] == "guard"]
+    # .get: a walk resumed from an older JOBDIR may hold failures recorded without a kind.
+    refused = [f for f in report.failures if f.get("kind") == "guard"]
     failed = [f for f in report.failures if f not in refused]
     if refused:
         notices.append(
