@@ -181,7 +181,7 @@ class SitewalkSpider(Spider):
 
     def sitemap_failed(self, failure: Failure) -> None:
         self.walk.gate.request_over()
-        self.logger.info("sitemap %s not read: %s", failure.request.url, describe(failure, failure.request))  # type: ignore[attr-defined]
+        self.logger.info("sitemap %s not read: %s", failure.request.url, describe(failure, failure.request).reason)  # type: ignore[attr-defined]
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
