@@ -7,12 +7,17 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from OpenSSL.SSL import Error as TLSError
+from scrapy import Request
+from scrapy.exceptions import DownloadCancelledError, DownloadFailedError, IgnoreRequest
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver
+from twisted.python.failure import Failure
+from twisted.web._newclient import ResponseNeverReceived
 from zope.interface import implementer
 
 from sitewalk import SeedError, walk
-from sitewalk.failures import KINDS
+from sitewalk.failures import KINDS, describe
 from tests.conftest import LOOPBACK
 
 # kind, the failing page, its reason (a regular expression, matched in full), the settings of the
@@ -124,3 +129,32 @@ def test_a_robots_txt_that_fails_otherwise_is_named(make_site):
         walk(site("/"), delay=0, settings=LOOPBACK)
     assert (raised.value.kind, raised.value.reason) == ("robots", "robots.txt could not be fetched (it answered 503)")
     assert site.paths() == []
+
+
+def _failure(exc: BaseException, cause: BaseException | None = None) -> Failure:
+    exc.__cause__ = cause
+    return Failure(exc)
+
+
+_TLS = ResponseNeverReceived([Failure(TLSError([("SSL routines", "", "wrong version number")]))])
+# Failures the table above cannot produce over loopback, built as Scrapy 2.19 raises them.
+DESCRIBED: list[tuple[Failure, dict[str, Any], tuple[str, str]]] = [
+    (_failure(DownloadFailedError(str(_TLS)), _TLS), {},
+     ("protocol", "TLS failed: [('SSL routines', '', 'wrong version number')]")),
+    # A cancelled download without a size limit is not "too large".
+    (_failure(DownloadCancelledError("cancelled")), {}, ("other", "DownloadCancelledError: cancelled")),
+    (_failure(DownloadCancelledError("cancelled")), {"download_maxsize": 10},
+     ("too-large", "larger than the download size limit (DOWNLOAD_MAXSIZE=10)")),
+    # A bare IgnoreRequest is too many redirects only when the chain has used up its ttl.
+    (_failure(IgnoreRequest("some middleware")), {}, ("other", "IgnoreRequest: some middleware")),
+    (_failure(IgnoreRequest("max redirections reached")), {"redirect_ttl": 0, "redirect_times": 20},
+     ("too-many-redirects", "more than 20 redirects (REDIRECT_MAX_TIMES=20)")),
+    (_failure(ValueError("odd")), {}, ("other", "ValueError: odd")),
+]
+
+
+@pytest.mark.parametrize(("failure", "meta", "expected"), DESCRIBED)
+def test_describe_tells_kinds_apart_by_type_and_meta(failure, meta, expected):
+    described = describe(failure, Request("http://site.test/p", meta=meta))
+    assert (described.kind, described.reason) == expected
+    assert described.kind in KINDS
