@@ -47,8 +47,10 @@ def walk(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool
     returns ``False``: the next pages then download while it runs (a ``False`` still stops the
     walk, after the pages already downloaded). An exception raised by ``on_page`` ends the walk
     (nothing more is requested, the report is written) and is raised here as it is. Raises
-    :class:`SeedError` when the seed cannot be fetched and :class:`SitewalkError` for invalid
-    arguments. Can be called any number of times per process.
+    :class:`SeedError` when the seed cannot be fetched (its ``kind`` says why: ``refused``,
+    ``dns``, ``guard``, ``timeout``, ``robots``, ...) and :class:`SitewalkError` for invalid
+    arguments or settings, before anything is requested. Can be called any number of times per
+    process.
     """
     return _run_blocking(_Walk.of(seed, options, on_page, on_page_stops, settings, None))[0]
 

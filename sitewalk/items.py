@@ -129,7 +129,12 @@ class Extract:
 
 @dataclass
 class Report:
-    """How a walk went; the same fields as the report JSON."""
+    """How a walk went; the same fields as the report JSON.
+
+    Each of ``failures`` and ``error`` (the seed's, when it could not be fetched) is a record
+    with ``url``, ``kind`` and ``reason`` (failures also ``found_on``); the kinds are listed in
+    :mod:`sitewalk.failures`.
+    """
 
     seed: str
     origin: str | None
