@@ -23,7 +23,7 @@ from sitewalk.hints import CLI, Surface
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["Argument", "WalkConfig", "argument", "check_run", "parse_bool"]
+__all__ = ["Argument", "WalkConfig", "argument", "arguments", "check_run", "parse_bool"]
 
 # Arguments scrapyd adds to every job; they are not walk settings.
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
@@ -54,10 +54,35 @@ def _arg(help: str, *, minimum: float | None = None, above: float | None = None)
     return {"argument": Argument(help, minimum, above)}
 
 
+# The argument that is no field: where the others can come from.
+_CONFIG = Argument("a TOML file with any of these arguments (and a [headers] table); arguments given with it override the file's")
+
+
 def argument(name: str) -> Argument:
     """The help and bounds of the walk argument ``name`` (a field of :class:`WalkConfig`)."""
     spec: Argument = _FIELDS[name].metadata["argument"]
     return spec
+
+
+def arguments() -> list[tuple[str, type, str, Argument]]:
+    """Every walk argument in table order, ``config`` last: its name, the type a command line gives
+    it, its default as a user would write it, and its help and bounds (for ``--help`` and ``-h``)."""
+    table = []
+    for name, spec in _FIELDS.items():
+        kind = {"int": int, "float": float, "bool": bool}.get(str(spec.type), str)
+        table.append((name, kind, _default_text(spec, kind), spec.metadata["argument"]))
+    table.append(("config", str, "none", _CONFIG))
+    return table
+
+
+def _default_text(spec: dataclasses.Field[Any], kind: type) -> str:
+    if spec.default is dataclasses.MISSING:
+        return "required" if spec.default_factory is dataclasses.MISSING else "none"
+    if spec.default is None:
+        return "none"
+    if kind is bool:
+        return "true" if spec.default else "false"
+    return f"{spec.default:g}" if kind is float else str(spec.default)
 
 
 def parse_bool(text: str) -> bool | None:

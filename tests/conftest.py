@@ -95,6 +95,24 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | N
     )
 
 
+def sitewalk_command() -> Path:
+    """The installed ``sitewalk`` console script."""
+    return Path(sys.executable).parent / "sitewalk"
+
+
+def clean_environment() -> dict[str, str]:
+    """This environment without what could point a command at the checkout's project."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("SCRAPY") and key != "PYTHONPATH"}
+
+
+def run_sitewalk(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``sitewalk ARGS`` as a user would, in ``cwd`` (outside the checkout)."""
+    return subprocess.run(
+        [str(sitewalk_command()), *args],
+        cwd=cwd, env=clean_environment(), capture_output=True, text=True, timeout=timeout,
+    )
+
+
 def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Popen[str]:
     """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured); with
     ``new_session``, in its own process group, as a shell starts a command (see os.killpg)."""

@@ -1,24 +1,30 @@
-"""`scrapy crawl` for sitewalk: one clear line, no traceback, for bad arguments and a failed seed."""
+"""`scrapy crawl` for sitewalk: one clear line, no traceback, for bad arguments and a failed seed.
+
+The ``sitewalk`` command (:mod:`sitewalk.cli`) runs its walk through the same :class:`Command`.
+"""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 
 from sitewalk import jobs
-from sitewalk.config import WalkConfig, check_run
+from sitewalk.config import WalkConfig, arguments, check_run
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI
 
 if TYPE_CHECKING:
-    import argparse
-
     from scrapy.crawler import Crawler
+    from scrapy.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +34,14 @@ class Command(ScrapyCrawlCommand):
     seed could not be fetched (exit status 2 for bad input, 1 for a failed seed).
 
     Ctrl-C or SIGTERM (scrapyd's cancel) stops the walk after the page in flight, with the close
-    reason ``interrupted``; a second one stops the process at once.
+    reason ``interrupted``; a second one stops the process at once. ``-h`` lists the walk's arguments.
     """
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        # The walk's arguments, one a line: argparse would run the epilog's lines together.
+        parser.formatter_class = _HelpFormatter
+        parser.epilog = "Arguments of the sitewalk spider (-a NAME=VALUE):\n" + _walk_arguments_help()
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args != ["sitewalk"]:
@@ -61,6 +73,45 @@ class Command(ScrapyCrawlCommand):
                 logger.error("sitewalk: error: %s", message)
             print(f"sitewalk: error: {message}", file=sys.stderr)
             self.exitcode = 1
+
+
+def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
+    """Run the walk ``spargs`` describes as ``scrapy crawl sitewalk`` does, with ``settings``
+    (the project's and the command line's); returns the exit status."""
+    command = Command()
+    command.settings = settings
+    # As scrapy.cmdline picks the crawler process for the configured reactor.
+    asyncio_reactor = settings.get("TWISTED_REACTOR") == "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+    if (asyncio_reactor and not settings.getbool("FORCE_CRAWLER_PROCESS")) or not settings.getbool("TWISTED_REACTOR_ENABLED"):
+        command.crawler_process = AsyncCrawlerProcess(settings)
+    else:
+        command.crawler_process = CrawlerProcess(settings)
+    command.run(["sitewalk"], argparse.Namespace(spargs=spargs))
+    return command.exitcode
+
+
+def value_name(name: str, kind: type) -> str:
+    """What a walk argument's value is called in help: URL, N, SECONDS, true|false or its name."""
+    if name == "seed":
+        return "URL"
+    return {int: "N", float: "SECONDS", bool: "true|false"}.get(kind, name.upper())
+
+
+def _walk_arguments_help(width: int = 100, column: int = 30) -> str:
+    lines = []
+    for name, kind, default, spec in arguments():
+        head = f"  -a {name}={value_name(name, kind)}"
+        text = textwrap.wrap(f"{spec.help} ({'required' if default == 'required' else 'default: ' + default})", width - column)
+        if len(head) >= column:
+            lines.append(head)
+            head = ""
+        lines.append(f"{head:<{column}}{text[0]}")
+        lines.extend(" " * column + more for more in text[1:])
+    return "\n".join(lines) + "\n"
+
+
+class _HelpFormatter(ScrapyHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Scrapy's help layout, with the description and epilog kept line by line."""
 
 
 class _Interrupt:

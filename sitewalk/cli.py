@@ -1,0 +1,117 @@
+"""``sitewalk URL``: the walk as a command of its own, run from any directory (no project to name)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import UsageError
+from scrapy.settings import Settings
+from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
+
+from sitewalk.commands.crawl import run_walk, value_name
+from sitewalk.config import argument, arguments
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_DESCRIPTION = (
+    "Walk one web site breadth-first from URL: same origin only, every page once, robots.txt obeyed, "
+    "inside the budgets below. Items go to the -o file(s), or as JSON lines to stdout; progress and "
+    "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it), 2 for invalid "
+    "arguments, 1 when the seed itself could not be fetched."
+)
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sitewalk", description=_DESCRIPTION, allow_abbrev=False)
+    parser.add_argument(
+        "seed", nargs="?", metavar="URL", help=f"{argument('seed').help} (required, here or in --config)"
+    )
+    walk = parser.add_argument_group("walk arguments (the same as scrapy crawl sitewalk's -a NAME=VALUE)")
+    for name, kind, default, spec in arguments():
+        if name == "seed":
+            continue
+        text = f"{spec.help} (default: {default})"
+        if kind is bool:
+            walk.add_argument(_option(name), dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            walk.add_argument(_option(name), dest=name, metavar=value_name(name, kind), help=text)
+    output = parser.add_argument_group("output and Scrapy settings")
+    output.add_argument(
+        "-o", "--output", metavar="FILE", action="append", default=[],
+        help="write the items to FILE (replacing it), in the Scrapy feed format its extension names "
+        "(.jsonl, .json, .csv, .xml, ...) or FILE:FORMAT; may be repeated; - is stdout (default: JSON lines on stdout)",
+    )
+    output.add_argument("-t", "--format", metavar="FORMAT", help="feed format of every output, whatever its extension (jsonlines, json, csv, xml, ...)")
+    output.add_argument(
+        "--jobdir", metavar="DIR",
+        help="keep the walk's state in DIR: stop it (Ctrl-C once, or SIGTERM) and run the same command again to resume it",
+    )
+    output.add_argument(
+        "-s", "--set", metavar="NAME=VALUE", action="append", default=[],
+        help="set any Scrapy setting, e.g. -s SITEWALK_GUARD_ALLOW_NETWORKS=10.0.0.0/8 or -s LOG_LEVEL=DEBUG (may be repeated)",
+    )
+    return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    options, unknown = parser.parse_known_args(argv)
+    if unknown:
+        given = unknown[0].split("=", 1)[0]
+        known = [flag for action in parser._actions for flag in action.option_strings]  # argparse has no public list of them
+        close = difflib.get_close_matches(given, known, n=1) if given.startswith("-") else []
+        parser.error(f"unrecognized argument {unknown[0]!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+    return options
+
+
+def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> Settings:
+    settings = Settings()
+    settings.setmodule("sitewalk.settings", priority="project")
+    try:
+        settings.setdict(arglist_to_dict(options.set), priority="cmdline")
+    except ValueError:
+        parser.error("invalid -s value: use -s NAME=VALUE")
+    if options.jobdir:
+        settings.set("JOBDIR", options.jobdir, priority="cmdline")
+    outputs = options.output or ["-"]
+    if options.format:
+        outputs = [f"{output}:{options.format}" for output in outputs]
+    elif outputs == ["-"]:
+        outputs = ["-:jsonlines"]
+    try:
+        # Scrapy's own reading of -o: the format from the extension or FILE:FORMAT, - for stdout.
+        feeds = feed_process_params_from_cli(settings, outputs)
+    except UsageError as exc:
+        parser.error(str(exc))
+    for uri, feed in feeds.items():
+        # A file is replaced (a resumed walk appends to it: the add-on says so); stdout cannot be.
+        if uri != "stdout:":
+            feed.setdefault("overwrite", True)
+    settings.set("FEEDS", feeds, priority="cmdline")
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one walk as ``sitewalk URL [options]``; returns the exit status."""
+    parser = _parser()
+    options = _parse(parser, argv)
+    settings = _settings(parser, options)
+    spargs = {
+        name: getattr(options, name)
+        for name, *_ in arguments()
+        if getattr(options, name) is not None
+    }
+    return run_walk(settings, spargs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The ``sitewalk`` command, installed and run from a directory outside the checkout."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from sitewalk.config import arguments
+from tests.conftest import ROOT, allow_loopback, run_cli, run_sitewalk
+
+SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b"]},
+    "/a": {"title": "A", "links": ["/a1"], "body": "<p>needle, one</p><h2>x, y</h2>"},
+    "/b": {"title": "B", "body": "<p>Needle two</p><h2>z</h2>"},
+    "/a1": {"title": "A1"},
+}
+
+
+def lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_items_go_to_stdout_and_the_log_to_stderr(make_site, tmp_path):
+    assert not tmp_path.is_relative_to(ROOT)
+    site = make_site(SITE)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    result = run_sitewalk(site("/"), "--delay", "0", *allow_loopback(), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert [(item["url"], item["depth"], item["title"]) for item in lines(result.stdout)] == [
+        (site("/"), 0, "Home"), (site("/a"), 1, "A"), (site("/b"), 1, "B"),
+    ]
+    assert site.paths() == ["/", "/a", "/b"]
+    assert "INFO: sitewalk: 3 pages" in result.stderr
+    assert list(workdir.iterdir()) == []
+
+
+def test_walk_options_reach_the_walk(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_sitewalk(
+        site("/"), "--max-depth", "2", "--max-pages", "3", "--delay", "0", "--report", "r.json",
+        "--headers", "X-Test: 1", "-o", "pages.jsonl", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert site.paths() == ["/", "/a", "/b"]
+    assert [entry["headers"].get("X-Test") for entry in site.requests()] == ["1"] * 4  # robots.txt too
+    assert [item["url"] for item in lines((tmp_path / "pages.jsonl").read_text())] == [site("/"), site("/a"), site("/b")]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped"] == "max-pages" and report["unvisited"] == [site("/a1")]
+
+
+def test_output_file_is_replaced_not_appended(make_site, tmp_path):
+    site = make_site(SITE)
+    for _ in range(2):
+        result = run_sitewalk(site("/"), "--max-depth", "0", "--delay", "0", "-o", "p.json", *allow_loopback(), cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert [item["url"] for item in json.loads((tmp_path / "p.json").read_text())] == [site("/")]
+
+
+def test_grep_options(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_sitewalk(
+        site("/"), "--grep", "needle", "--ignore-case", "--context", "0", "--max-matches", "5",
+        "--delay", "0", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [(item["url"], item["text"], item["before"]) for item in lines(result.stdout)] == [
+        (site("/a"), "needle, one", []), (site("/b"), "Needle two", []),
+    ]
+
+
+def test_extract_with_a_format_given_by_t(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_sitewalk(
+        site("/"), "--css", "h2::text", "--delay", "0", "-t", "csv", "-o", "values.out", *allow_loopback(), cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    with (tmp_path / "values.out").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["url"], row["depth"]) for row in rows] == [(site("/a"), "1"), (site("/b"), "1")]
+
+
+def test_config_file_and_options_over_it(make_site, tmp_path):
+    site = make_site(SITE)
+    (tmp_path / "walk.toml").write_text(f'seed = "{site("/")}"\nmax_depth = 0\ndelay = 0\n', encoding="utf-8")
+    result = run_sitewalk("--config", "walk.toml", "--max-depth", "1", "-o", "p.xml", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    urls = [item.findtext("url") for item in ET.parse(tmp_path / "p.xml").getroot()]
+    assert urls == [site("/"), site("/a"), site("/b")]
+
+
+def test_help_lists_every_argument_with_its_default():
+    result = run_sitewalk("--help", cwd=ROOT.parent)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    for name, _, default, spec in arguments():
+        if name != "seed":
+            assert f"--{name.replace('_', '-')}" in text
+            assert f"{' '.join(spec.help.split())} (default: {default})" in text
+    for option in ("-o FILE", "-t FORMAT", "--jobdir DIR", "-s NAME=VALUE"):
+        assert option in text
+
+
+def test_scrapy_crawl_help_lists_the_same_arguments(tmp_path):
+    result = run_cli("-h", cwd=tmp_path)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    for name, _, default, spec in arguments():
+        assert f"-a {name}=" in text
+        assert " ".join(spec.help.split()) in text
+        if default != "required":
+            assert f"(default: {default})" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-pages", "0"], "sitewalk: error: max_pages must be >= 1, got 0"),
+        (["--max-page", "3"], "sitewalk: error: unrecognized argument '--max-page' (did you mean --max-pages?)"),
+        (["--delay", "soon"], "sitewalk: error: delay must be a number of seconds, got 'soon'"),
+        (["-o", "p.nope"], "sitewalk: error: Unrecognized output format 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(make_site, tmp_path, args, message):
+    site = make_site(SITE)
+    result = run_sitewalk(site("/"), *args, *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith(message)
+    assert "Traceback" not in result.stderr
+    assert site.requests() == []
+
+
+def test_missing_seed_is_exit_2(tmp_path):
+    result = run_sitewalk("--max-pages", "3", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith("sitewalk: error: missing seed")
+
+
+def test_unfetchable_seed_is_exit_1(tmp_path, unused_port):
+    result = run_sitewalk(f"http://127.0.0.1:{unused_port}/", "-s", "ROBOTSTXT_OBEY=false", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"sitewalk: error: seed http://127.0.0.1:{unused_port}/ could not be fetched: connection refused"
+    )
+    assert result.stdout == ""
