@@ -137,7 +137,6 @@ def test_progress_lines_and_stats(make_site, tmp_path):
         "progress: pages 4/20, depth 2/2",
     ]
     assert "/1000000, elapsed " in progress[0] and progress[0].endswith("/60s")
-    assert "'sitewalk/budget/pages': 4" in result.stderr
 
 
 # Bad input, as users have typed it ({seed}: the local site), and what the error line says.
@@ -186,3 +185,19 @@ def test_a_failed_seed_is_the_reports_error_and_the_summary_says_so(tmp_path, un
     assert report["error"] == {"url": seed, "kind": "refused", "reason": "connection refused"}
     summary = next(line for line in result.stderr.splitlines() if "sitewalk: 0 pages" in line)
     assert "walk failed: connection refused;" in summary and "ran out of pages" not in summary
+
+
+def test_default_log_is_progress_and_summary_debug_has_scrapy_s_lines(make_site, tmp_path):
+    site = make_site(SITE)
+    args = ("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "p.jsonl", *allow_loopback())
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Every stderr line is one of sitewalk's: no start-up banner, settings, components or stats.
+    loggers = [line.split(" [", 1)[1].split("]", 1)[0] for line in result.stderr.splitlines()]
+    assert loggers == ["sitewalk.state", "sitewalk.state", "sitewalk.extensions"], result.stderr
+
+    debug = run_cli(*args, "-s", "LOG_LEVEL=DEBUG", cwd=tmp_path)
+    assert debug.returncode == 0
+    for line in ("[scrapy.utils.log] INFO: Scrapy", "[scrapy.middleware] INFO: Enabled item pipelines",
+                 "[scrapy.statscollectors] INFO: Dumping Scrapy stats", "'sitewalk/budget/pages': 3"):
+        assert line in debug.stderr

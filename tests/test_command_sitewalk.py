@@ -23,7 +23,7 @@ def lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def test_items_go_to_stdout_and_the_log_to_stderr(make_site, tmp_path):
+def test_items_go_to_stdout_and_only_progress_and_summary_to_stderr(make_site, tmp_path):
     assert not tmp_path.is_relative_to(ROOT)
     site = make_site(SITE)
     workdir = tmp_path / "work"
@@ -34,7 +34,9 @@ def test_items_go_to_stdout_and_the_log_to_stderr(make_site, tmp_path):
         (site("/"), 0, "Home"), (site("/a"), 1, "A"), (site("/b"), 1, "B"),
     ]
     assert site.paths() == ["/", "/a", "/b"]
-    assert "INFO: sitewalk: 3 pages" in result.stderr
+    messages = [line.split(" INFO: ", 1)[1] for line in result.stderr.splitlines()]
+    assert [message.split(":")[0] for message in messages] == ["progress", "progress", "sitewalk"]
+    assert messages[-1].startswith("sitewalk: 3 pages")
     assert list(workdir.iterdir()) == []
 
 

@@ -24,9 +24,15 @@ from sitewalk.hints import CLI
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import Settings
+    from scrapy.settings import BaseSettings, Settings
 
 logger = logging.getLogger(__name__)
+
+# Scrapy's loggers whose INFO lines quiet_scrapy_info keeps out of a walk's log.
+_QUIET_AT_INFO = (
+    "scrapy.utils.log", "scrapy.addons", "scrapy.middleware", "scrapy.crawler", "scrapy.core.engine",
+    "scrapy.extensions.logstats", "scrapy.extensions.feedexport", "scrapy.statscollectors",
+)
 
 
 class Command(ScrapyCrawlCommand):
@@ -42,6 +48,11 @@ class Command(ScrapyCrawlCommand):
         # The walk's arguments, one a line: argparse would run the epilog's lines together.
         parser.formatter_class = _HelpFormatter
         parser.epilog = "Arguments of the sitewalk spider (-a NAME=VALUE):\n" + _walk_arguments_help()
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        quiet_scrapy_info(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args != ["sitewalk"]:
@@ -80,6 +91,7 @@ def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
     (the project's and the command line's); returns the exit status."""
     command = Command()
     command.settings = settings
+    quiet_scrapy_info(settings)
     # As scrapy.cmdline picks the crawler process for the configured reactor.
     asyncio_reactor = settings.get("TWISTED_REACTOR") == "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
     if (asyncio_reactor and not settings.getbool("FORCE_CRAWLER_PROCESS")) or not settings.getbool("TWISTED_REACTOR_ENABLED"):
@@ -88,6 +100,24 @@ def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
         command.crawler_process = CrawlerProcess(settings)
     command.run(["sitewalk"], argparse.Namespace(spargs=spargs))
     return command.exitcode
+
+
+def quiet_scrapy_info(settings: BaseSettings) -> None:
+    """At LOG_LEVEL INFO (the default), keep Scrapy's INFO lines out of the log: they tell a
+    person nothing about the walk (start-up, versions, components, settings, its own progress,
+    the stored feed, the stats); its warnings and errors stay. At DEBUG the log has them all.
+
+    A filter on each logger, not its level: Scrapy's logging set-up resets the levels of existing
+    loggers, and it runs after this (when the crawler process is made).
+    """
+    level = settings.get("LOG_LEVEL")
+    if (logging.getLevelName(level.upper()) if isinstance(level, str) else level) == logging.INFO:
+        for name in _QUIET_AT_INFO:
+            logging.getLogger(name).addFilter(_warnings_only)
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
 
 
 def value_name(name: str, kind: type) -> str:
