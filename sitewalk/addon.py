@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.downloadtimeout import DownloadTimeoutMiddleware
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
-from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -20,6 +20,7 @@ from sitewalk.downloadermiddlewares import (
     BudgetMiddleware,
     RobotsTxtMiddleware,
     SameOriginMiddleware,
+    WalkRedirectMiddleware,
 )
 from sitewalk.extensions import WalkBudget, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
@@ -41,6 +42,9 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
     ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
     ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+    # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
+    ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
     # The walk keeps its own origin and robots.txt rules; BudgetMiddleware sets every request's
     # timeout; every page is requested once; a meta refresh is not a link.
     ("DOWNLOADER_MIDDLEWARES", OffsiteMiddleware, None),

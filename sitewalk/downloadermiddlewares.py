@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import CannotResolveHostError, NotConfigured
 from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
@@ -23,11 +24,13 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RobotsTxtMiddleware", "SameOriginMiddleware",
+    "WalkRedirectMiddleware",
 ]
 
 # Meta key of the robots.txt requests this module makes: they are not pages of the walk.
@@ -194,3 +197,12 @@ class BudgetMiddleware(WalkComponent):
             request.meta["download_maxsize"] = left if budget_bound else self._maxsize
             request.meta["sitewalk_budget_maxsize"] = budget_bound
             self.walk.gate.request_started()
+
+
+class WalkRedirectMiddleware(RedirectMiddleware):
+    """Scrapy's redirect middleware, except that a redirect hop keeps the ``Referer`` of the
+    request it replaces (the page that linked to it, as a browser keeps it); Scrapy's would name
+    the redirecting URL."""
+
+    def handle_referer(self, request: Request, response: Response) -> None:
+        pass

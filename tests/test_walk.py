@@ -335,3 +335,26 @@ def test_a_links_query_is_encoded_in_the_pages_encoding_its_path_in_utf8(make_si
     report, _ = run(site("/"))
     assert report.failures == []
     assert site.paths() == ["/", f"/q?{query}", "/caf%C3%A9/"]
+
+
+def test_each_request_names_the_page_that_linked_to_it(make_site):
+    site = make_site({
+        "/": {"links": ["/a", "/old"]},
+        "/a": {"links": ["/a1"]},
+        "/old": {"status": 301, "headers": {"Location": "/new"}},
+        "/new": {},
+        "/a1": {},
+    })
+    report, pages = run(site("/"), max_depth=2)
+    received = [(entry["path"], entry["headers"].get("Referer")) for entry in site.requests()]
+    assert received == [
+        ("/robots.txt", None), ("/", None), ("/a", site("/")), ("/old", site("/")), ("/new", site("/")),
+        ("/a1", site("/a")),
+    ]
+    assert [page.found_on for page in pages] == [None, site("/"), site("/"), site("/a")]
+
+
+def test_referer_enabled_false_sends_none(make_site):
+    site = make_site({"/": {"links": ["/a"]}, "/a": {}})
+    run(site("/"), settings={"REFERER_ENABLED": False})
+    assert [entry["headers"].get("Referer") for entry in site.requests()] == [None, None, None]

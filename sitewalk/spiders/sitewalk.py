@@ -33,7 +33,8 @@ class SitewalkSpider(Spider):
     ``spider.walk``. :meth:`start` asks the gate when the next request may go and the frontier
     which page it is; :meth:`parse` counts the page, has it read (beside the walk), admits its
     links and yields it to the consumers, both in fetch order; :meth:`errback` records a
-    failure. Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed`` (the
+    failure. Each request but the seed's carries a ``Referer`` header naming the page that linked
+to it (``REFERER_ENABLED=False`` leaves it out). Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed`` (the
     seed and its redirect hops, which may leave the seed's origin).
     """
 
@@ -71,6 +72,9 @@ class SitewalkSpider(Spider):
     async def start(self) -> AsyncIterator[Request]:
         walk = self.walk
         frontier, gate = walk.frontier, walk.gate
+        # The page that linked here, as a browser says: Scrapy's RefererMiddleware sees only the
+        # requests a callback yields, and the walk's come from here. REFERER_ENABLED switches it off.
+        referer = self.crawler.settings.getbool("REFERER_ENABLED")
         if walk.resumed:
             self.logger.info("resuming the walk in JOBDIR: %d pages fetched, %d queued", walk.budget.pages, len(frontier))
         else:
@@ -94,7 +98,8 @@ class SitewalkSpider(Spider):
             url, depth, found_on = frontier.pop()
             gate.request_sent()
             meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0}
-            yield Request(url, callback=self.parse, errback=self.errback, meta=meta)
+            headers = {"Referer": found_on} if found_on and referer else None
+            yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
         stopped = walk.stopped(reason)
         if stopped is not None:
             await self.crawler.engine.close_spider_async(reason=stopped)
