@@ -52,13 +52,13 @@ def walk(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool
     arguments or settings, before anything is requested. Can be called any number of times per
     process.
     """
-    return _run_blocking(_Walk.of(seed, options, on_page, on_page_stops, settings, None))[0]
+    return _run_blocking(_Walk.of("walk", seed, options, on_page, on_page_stops, settings, None))[0]
 
 
 async def walk_async(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
                      settings: ScrapySettings = None, **options: Any) -> Report:
     """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
-    return (await _run_async(_Walk.of(seed, options, on_page, on_page_stops, settings, None)))[0]
+    return (await _run_async(_Walk.of("walk_async", seed, options, on_page, on_page_stops, settings, None)))[0]
 
 
 def grep(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
@@ -69,7 +69,7 @@ def grep(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage
     ``context``. Reaching ``max_matches`` stops the walk (``stopped == "callback"``);
     ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
-    call = _Walk.of(seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
+    call = _Walk.of("grep", seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
     report, matches = _run_blocking(call)
     return matches, report
 
@@ -78,7 +78,7 @@ async def grep_async(seed: str | None = None, pattern: str | None = None, *, on_
                      on_page_stops: bool = True, settings: ScrapySettings = None,
                      **options: Any) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
-    call = _Walk.of(seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
+    call = _Walk.of("grep_async", seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
     report, matches = await _run_async(call)
     return matches, report
 
@@ -89,7 +89,9 @@ def extract(seed: str | None = None, *, css: str | None = None, xpath: str | Non
     """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
     returns one :class:`Extract` per page with values, and the report."""
     selector = {"css": css, "xpath": xpath, "regex": regex}
-    report, items = _run_blocking(_Walk.of(seed, {**options, **selector}, on_page, on_page_stops, settings, Extract))
+    report, items = _run_blocking(
+        _Walk.of("extract", seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
+    )
     return items, report
 
 
@@ -98,7 +100,7 @@ async def extract_async(seed: str | None = None, *, css: str | None = None, xpat
                         settings: ScrapySettings = None, **options: Any) -> tuple[list[Extract], Report]:
     """:func:`extract` for asyncio programs."""
     selector = {"css": css, "xpath": xpath, "regex": regex}
-    call = _Walk.of(seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
+    call = _Walk.of("extract_async", seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
     report, items = await _run_async(call)
     return items, report
 
@@ -114,15 +116,33 @@ class _Walk:
     collect: type | None
 
     @classmethod
-    def of(cls, seed: str | None, options: Mapping[str, Any], on_page: OnPage, on_page_stops: bool,
+    def of(cls, function: str, seed: str | None, options: Mapping[str, Any], on_page: OnPage, on_page_stops: bool,
            settings: ScrapySettings, collect: type | None) -> _Walk:
-        """The call's walk; bad arguments fail here, before anything starts."""
+        """The call's walk; bad arguments fail here, before anything starts, and so does a
+        consumer other than the one ``function`` (the API function called) returns the items of."""
         values = {key: value for key, value in options.items() if value is not None}
         if seed is not None:
             values["seed"] = seed
         config = WalkConfig.from_mapping(values, API)
+        _check_consumer(function, config.consumer)
         check_run(config, _settings(settings), API)
         return cls(config, on_page, on_page_stops, settings, collect)
+
+
+# Which API function returns the items of each consumer.
+_FUNCTIONS = {"index": "walk", "grep": "grep", "extract": "extract"}
+
+
+def _check_consumer(function: str, consumer: str) -> None:
+    base = function.removesuffix("_async")
+    suffix = function[len(base):]
+    if _FUNCTIONS[consumer] == base:
+        return
+    if base == "walk":
+        instead = "grep(seed, pattern, ...)" if consumer == "grep" else "extract(seed, css=... or xpath=...)"
+        raise SitewalkError(f"{function}() returns no {consumer} results: use {instead.replace('(', suffix + '(', 1)}")
+    what = "a pattern" if base == "grep" else "css=... or xpath=... (what to extract)"
+    raise SitewalkError(f"{function}() needs {what}; walk{suffix}() lists the pages")
 
 
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:

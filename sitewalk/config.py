@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import tomllib
@@ -33,6 +34,8 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# The arguments only the grep consumer reads.
+_GREP_OPTIONS = ("max_matches", "ignore_case", "fixed_strings", "context")
 
 
 @dataclass(frozen=True)
@@ -190,9 +193,17 @@ class WalkConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(fields))
         if unknown:
-            raise SitewalkError(
-                f"unknown argument {unknown[0]!r} (known: {', '.join(sorted(fields))}, config)"
-            )
+            close = difflib.get_close_matches(unknown[0], [*fields, "config"], n=1)
+            known = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(fields))}, config"
+            raise SitewalkError(f"unknown argument {unknown[0]!r} ({known})")
+        if values.get("grep") is None:
+            # Given without grep they would change nothing: say so rather than ignore them.
+            for name in _GREP_OPTIONS:
+                if name in values:
+                    raise SitewalkError(
+                        f"{surface.name(name)} is an option of grep: give {surface.name('grep')} too, "
+                        f"or leave {surface.name(name)} out"
+                    )
         if "seed" not in values:
             raise SitewalkError(
                 f"missing {surface.name('seed')}: give the URL to walk, e.g. {surface.argument('seed', _EXAMPLE_SEED)}"
@@ -209,6 +220,8 @@ class WalkConfig:
         for spec in dataclasses.fields(self):
             bounds: Argument = spec.metadata["argument"]
             bounds.check(spec.name, getattr(self, spec.name))
+        if self.grep == "":
+            raise SitewalkError("grep is empty: give the text or regular expression to search for")
         if self.grep is not None and (self.css is not None or self.xpath is not None):
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:

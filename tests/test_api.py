@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sitewalk import Page, Report, SeedError, SitewalkError, grep, walk, walk_async
+from sitewalk import Page, Report, SeedError, SitewalkError, extract, extract_async, grep, grep_async, walk, walk_async
 from tests.conftest import LOOPBACK
 
 SITE = {"/": {"title": "Home", "links": ["/a", "/b"]}, "/a": {"links": ["/a1"]}, "/b": {}, "/a1": {}}
@@ -80,6 +80,31 @@ def test_bad_argument_raises_before_any_request(make_site):
     site = make_site(SITE)
     with pytest.raises(SitewalkError, match="max_pages must be >= 1, got 0"):
         walk(site("/"), max_pages=0, settings=LOOPBACK)
+    assert site.requests() == []
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda seed: walk(seed, grep="x"), "walk() returns no grep results: use grep(seed, pattern, ...)"),
+        (lambda seed: walk(seed, config={"grep": "x"}), "walk() returns no grep results: use grep(seed, pattern, ...)"),
+        (lambda seed: walk(seed, css="h1"), "walk() returns no extract results: use extract(seed, css=... or xpath=...)"),
+        (lambda seed: asyncio.run(walk_async(seed, xpath="//h1")),
+         "walk_async() returns no extract results: use extract_async(seed, css=... or xpath=...)"),
+        (lambda seed: extract(seed), "extract() needs css=... or xpath=... (what to extract); walk() lists the pages"),
+        (lambda seed: extract(seed, regex="x"), "regex filters css/xpath values"),
+        (lambda seed: asyncio.run(extract_async(seed)), "extract_async() needs css=... or xpath=... (what to extract); walk_async()"),
+        (lambda seed: grep(seed), "grep() needs a pattern; walk() lists the pages"),
+        (lambda seed: asyncio.run(grep_async(seed)), "grep_async() needs a pattern; walk_async() lists the pages"),
+        (lambda seed: grep(seed, ""), "grep is empty"),
+        (lambda seed: walk(seed, context=1), "context is an option of grep: give grep too, or leave context out"),
+    ],
+)
+def test_a_call_that_would_ignore_an_argument_raises_before_any_request(make_site, call, message):
+    site = make_site(SITE)
+    with pytest.raises(SitewalkError) as raised:
+        call(site("/"))
+    assert str(raised.value).startswith(message)
     assert site.requests() == []
 
 

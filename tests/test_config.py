@@ -62,7 +62,8 @@ def test_defaults_live_in_one_place():
     ],
 )
 def test_values_are_converted_to_the_declared_type(key, value, expected):
-    assert getattr(config(**{key: value}), key) == expected
+    consumer = {"grep": "x"} if key in ("max_matches", "ignore_case", "fixed_strings", "context") else {}
+    assert getattr(config(**{key: value}, **consumer), key) == expected
 
 
 @pytest.mark.parametrize(
@@ -75,16 +76,16 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"max_pages": 0}, "max_pages must be >= 1, got 0"),
         ({"max_depth": -1}, "max_depth must be >= 0, got -1"),
         ({"max_bytes": 0}, "max_bytes must be >= 1, got 0"),
-        ({"max_matches": "0"}, "max_matches must be >= 1, got 0"),
-        ({"context": -2}, "context must be >= 0, got -2"),
+        ({"grep": "x", "max_matches": "0"}, "max_matches must be >= 1, got 0"),
+        ({"grep": "x", "context": -2}, "context must be >= 0, got -2"),
         ({"delay": "soon"}, "delay must be a number of seconds, got 'soon'"),
         ({"delay": -1}, "delay must be >= 0, got -1"),
         ({"delay": True}, "delay must be a number of seconds, got True"),
         ({"delay": "nan"}, "delay must be a finite number, got 'nan'"),
         ({"deadline": "inf"}, "deadline must be a finite number, got 'inf'"),
         ({"deadline": 0}, "deadline must be > 0 seconds, got 0"),
-        ({"ignore_case": "maybe"}, "ignore_case must be true or false, got 'maybe'"),
-        ({"ignore_case": 1}, "ignore_case must be true or false, got 1"),
+        ({"grep": "x", "ignore_case": "maybe"}, "ignore_case must be true or false, got 'maybe'"),
+        ({"grep": "x", "ignore_case": 1}, "ignore_case must be true or false, got 1"),
         ({"report": 5}, "report must be a string, got 5"),
         ({"grep": ["a", "b"]}, "grep must be a string, got ['a', 'b']"),
         ({"seed": 5}, "seed must be a string, got 5"),
@@ -109,6 +110,15 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"xpath": "x:p"}, "xpath 'x:p' is not a valid XPath expression"),
         ({"xpath": "nosuchfunction(//p)"}, "xpath 'nosuchfunction(//p)' is not a valid XPath expression"),
         ({"config": {"config": "other.toml"}}, "config mapping names another config"),
+        ({"max_page": 2}, "unknown argument 'max_page' (did you mean 'max_pages'?)"),
+        ({"gerp": "x"}, "unknown argument 'gerp' (did you mean 'grep'?)"),
+        ({"zzz": 1}, "unknown argument 'zzz' (known: context, css, deadline,"),
+        ({"context": 1}, "context is an option of grep: give grep too, or leave context out"),
+        ({"ignore_case": True}, "ignore_case is an option of grep: give grep too"),
+        ({"max_matches": "5"}, "max_matches is an option of grep: give grep too"),
+        ({"fixed_strings": "true", "css": "p"}, "fixed_strings is an option of grep: give grep too"),
+        ({"grep": ""}, "grep is empty: give the text or regular expression to search for"),
+        ({"grep": "", "fixed_strings": True}, "grep is empty"),
     ],
 )
 def test_invalid_values_name_the_key_in_one_line(values, message):
@@ -127,9 +137,7 @@ def test_missing_seed():
     ("values", "consumer"),
     [
         ({}, "index"),
-        ({"max_matches": 3, "context": 0}, "index"),
         ({"grep": "x"}, "grep"),
-        ({"grep": ""}, "grep"),
         ({"grep": "a.b(", "fixed_strings": "true"}, "grep"),
         ({"css": "h1::text"}, "extract"),
         ({"xpath": "//h1/text()", "regex": r"(\d+)"}, "extract"),

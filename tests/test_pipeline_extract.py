@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sitewalk import walk
+from sitewalk import extract as extract_items
 from tests.conftest import LOOPBACK, allow_loopback, run_cli
 
 SITE = {
@@ -32,7 +32,7 @@ def extract(site: Any, tmp_path: Path, feed: str = "out.jsonl", **options: Any) 
     """Walk ``site`` with the Python API, the extract items going to a feed file."""
     path = tmp_path / feed
     settings = {**LOOPBACK, "FEEDS": {str(path): {"format": FORMATS[path.suffix]}}}
-    report = walk(site("/"), delay=0, settings=settings, **options)
+    _, report = extract_items(site("/"), delay=0, settings=settings, **options)
     # Extraction never changes the walk: every page was fetched, once.
     assert site.paths() == PAGES and report.fetched == len(PAGES) and report.stopped is None
     return path
