@@ -64,6 +64,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkJournal, 10),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
 )
+# Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
+_EXPORTERS = {"csv": "sitewalk.exporters.CsvItemExporter", "xml": "sitewalk.exporters.XmlItemExporter"}
 _NEVER = ("scrapy.extensions.telnet.TelnetConsole", "scrapy.extensions.remote_control.RemoteControl")
 # What each consumer adds, and the items its feeds hold.
 _CONSUMERS: dict[str, tuple[str, type, int, type]] = {
@@ -77,7 +79,8 @@ class Addon:
     """Puts the walk's components into Scrapy's component priority dicts (so a project's own
     middlewares, extensions and pipelines add to them), with the one consumer the walk's
     arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
-    feed sets them). The walk's ``headers`` add to ``DEFAULT_REQUEST_HEADERS``, winning per name;
+    feed sets them); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
+    as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to ``DEFAULT_REQUEST_HEADERS``, winning per name;
     a resumed walk (JOBDIR) appends to its feeds; a scrapyd job without feeds writes
     ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
     """
@@ -105,6 +108,8 @@ class Addon:
         if walk.config.headers:
             headers = {**settings.getdict("DEFAULT_REQUEST_HEADERS"), **walk.config.headers}
             settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))
+        exporters = {**_EXPORTERS, **settings.getdict("FEED_EXPORTERS")}
+        settings.set("FEED_EXPORTERS", exporters, priority=max(settings.getpriority("FEED_EXPORTERS") or 0, SETTINGS_PRIORITIES["addon"]))
         feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
         options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
         defaults: dict[str, Any] = {"item_classes": [item_class]}

@@ -101,10 +101,10 @@ def test_extract_items_in_other_feed_formats(make_site, tmp_path, feed):
     if feed.endswith(".csv"):
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
-        # Scrapy's CSV exporter joins list values with commas.
+        # A list is its JSON array (sitewalk.exporters).
         assert rows == [
-            {"url": site("/a"), "depth": "1", "values": "10,12"},
-            {"url": site("/b"), "depth": "1", "values": "7"},
+            {"url": site("/a"), "depth": "1", "values": '["10", "12"]'},
+            {"url": site("/b"), "depth": "1", "values": '["7"]'},
         ]
     else:
         assert json.loads(path.read_text()) == [

@@ -344,10 +344,10 @@ def test_cli_csv_feed_keeps_all_columns(make_site, tmp_path):
     assert reader.fieldnames == MATCH_FIELDS
     assert rows[0] == {
         "url": site("/"), "line": "3", "text": "the needle",
-        # Scrapy's CSV exporter joins list values with commas.
-        "before": "Home,first, with a comma", "after": "last,/a", "depth": "0",
+        # Lists are JSON arrays (sitewalk.exporters): a line with a comma stays one line.
+        "before": '["Home", "first, with a comma"]', "after": '["last", "/a"]', "depth": "0",
     }
-    assert rows[1] == {"url": site("/a"), "line": "2", "text": "needle again", "before": "A", "after": "", "depth": "1"}
+    assert rows[1] == {"url": site("/a"), "line": "2", "text": "needle again", "before": '["A"]', "after": "[]", "depth": "1"}
     assert len(rows) == 2
 
 
