@@ -126,7 +126,7 @@ class WalkReport(WalkComponent):
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        logger.info("sitewalk: %s", report.summary())
+        logger.info("sitewalk: %s", report.summary(walk.config.consumer))
         if report.robots_skipped:
             logger.info(
                 "sitewalk: %d pages skipped because robots.txt disallows them "

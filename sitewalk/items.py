@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "media_type"]
+__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "human_bytes", "media_type"]
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -155,14 +155,34 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def summary(self) -> str:
-        """The one line logged at the end of every walk."""
-        ending = (
-            f"walk failed: {self.error['reason']}" if self.error is not None
-            else f"stopped: {self.stopped or 'no (ran out of pages)'}"
-        )
+    def summary(self, consumer: str = "index") -> str:
+        """The one line logged at the end of every walk; a stop names the ``sitewalk`` option
+        that would change it (``consumer``: the walk's, whose limit a ``callback`` stop may be)."""
+        remedy = _REMEDIES.get("max-matches" if self.stopped == "callback" and consumer == "grep" else self.stopped or "")
+        stopped = f"{self.stopped} — {remedy}" if remedy else self.stopped or "no (ran out of pages)"
+        ending = f"walk failed: {self.error['reason']}" if self.error is not None else f"stopped: {stopped}"
         return (
-            f"{self.fetched} pages, {self.bytes} bytes in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
+            f"{self.fetched} pages, {human_bytes(self.bytes)} in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
             f"{ending}; failures: {len(self.failures)}; "
             f"robots_skipped: {len(self.robots_skipped)}; unvisited: {len(self.unvisited)}"
         )
+
+
+# What changes each stop by a limit, as the sitewalk command spells it (-a max_pages=... for scrapy crawl).
+_REMEDIES = {
+    "max-pages": "raise --max-pages",
+    "deadline": "raise --deadline",
+    "max-bytes": "raise --max-bytes",
+    "max-matches": "raise --max-matches",
+}
+
+
+def human_bytes(count: float) -> str:
+    """``count`` bytes for a person: ``512 B``, ``4.7 kB``, ``1.2 MB``, ``20 MB`` (powers of 1000)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(count) < 999.5 or unit == "GB":
+            break
+        count /= 1000
+    if unit == "B":
+        return f"{count:.0f} B"
+    return f"{count:.1f} {unit}".replace(".0 ", " ") if count < 10 else f"{count:.0f} {unit}"

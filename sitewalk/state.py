@@ -12,6 +12,7 @@ from scrapy.exceptions import NotConfigured
 
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
+from sitewalk.items import human_bytes
 from sitewalk.text import Absence
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ class Budget:
     included), ``deadline`` (seconds for the whole walk) and ``max_bytes`` (body bytes after
     decompression). A resumed walk (JOBDIR) goes on from what it had spent."""
 
-    def __init__(self, config: WalkConfig) -> None:
+    def __init__(self, config: WalkConfig, queued: Callable[[], int] = lambda: 0) -> None:
+        # How many known pages wait to be fetched (the frontier's length), for the progress lines.
+        self._queued = queued
         self.max_pages = config.max_pages
         self.deadline = config.deadline
         self.max_bytes = config.max_bytes
@@ -84,11 +87,32 @@ class Budget:
         return None
 
     def log_progress(self) -> None:
+        """One line for a person: what is spent of each limit, the pace, the pages waiting, and
+        when a limit will end the walk, about when and which."""
+        elapsed, queued = self.elapsed(), self._queued()
+        rate = self.pages / elapsed if elapsed > 0 else 0.0
+        ending = self.time_left(rate, queued)
         logger.info(
-            "progress: pages %d/%d, depth %d/%d, bytes %d/%d, elapsed %.1fs/%gs",
+            "progress: pages %d/%d, depth %d/%d, %s/%s, elapsed %.1fs/%gs, %.1f pages/s, %d queued%s",
             self.pages, self.max_pages, max(self._depth, 0), self.max_depth,
-            self.bytes, self.max_bytes, self.elapsed(), self.deadline,
+            human_bytes(self.bytes), human_bytes(self.max_bytes), elapsed, self.deadline, rate, queued,
+            f", about {_seconds(ending[0])} left ({ending[1]})" if ending else "",
         )
+
+    def time_left(self, rate: float, queued: int) -> tuple[float, str] | None:
+        """The seconds until the first limit the walk will reach at ``rate`` pages/s, and its stop
+        reason, if the ``queued`` pages already reach one; None while the walk could run out of pages first."""
+        if rate <= 0:
+            return None
+        ends = []
+        pages_left = self.max_pages - self.pages
+        if queued >= pages_left:
+            ends.append((pages_left / rate, "max-pages"))
+        if self.pages and queued * self.bytes / self.pages >= self.bytes_left():
+            ends.append((self.bytes_left() * self.pages / self.bytes / rate, "max-bytes"))
+        if queued / rate > self.seconds_left():
+            ends.append((self.seconds_left(), "deadline"))
+        return min(ends, default=None)
 
 
 @dataclass
@@ -131,7 +155,7 @@ class Walk:
             exclude=re.compile(config.exclude) if config.exclude is not None else None,
             no_parent=config.no_parent,
         ))
-        self.budget = Budget(config)
+        self.budget = Budget(config, queued=self.frontier.__len__)
         self.gate = Gate(config.delay)
         self.results = Results()
         # For grep with a plain-text pattern: which pages cannot match, told from their source;
@@ -201,3 +225,7 @@ class WalkComponent:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s" if value < 10 else f"{value:.0f}s"

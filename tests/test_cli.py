@@ -73,6 +73,8 @@ def test_stop_is_a_reason_and_exit_zero(make_site, tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stopped"] == "max-pages" and report["unvisited"] == [site("/b")]
     assert site.paths() == ["/", "/a"]
+    # The summary names the option that would have let the walk go on.
+    assert "sitewalk: 2 pages, " in result.stderr and "; stopped: max-pages — raise --max-pages; " in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -131,12 +133,14 @@ def test_progress_lines_and_stats(make_site, tmp_path):
     assert result.returncode == 0
     progress = [line.split("INFO: ", 1)[1] for line in result.stderr.splitlines() if "INFO: progress:" in line]
     # One line at each new depth, with every budget and its limit.
-    assert [line.split(", bytes")[0] for line in progress] == [
+    assert [line.split(", elapsed")[0].rsplit(", ", 1)[0] for line in progress] == [
         "progress: pages 1/20, depth 0/2",
         "progress: pages 2/20, depth 1/2",
         "progress: pages 4/20, depth 2/2",
     ]
-    assert "/1000000, elapsed " in progress[0] and progress[0].endswith("/60s")
+    # Bytes in human units, the pace, and the pages waiting as each depth starts (/b behind /a).
+    assert " B/1 MB, elapsed " in progress[0] and "/60s, " in progress[0]
+    assert [line.split(" pages/s, ")[1] for line in progress] == ["0 queued", "1 queued", "0 queued"]
 
 
 # Bad input, as users have typed it ({seed}: the local site), and what the error line says.

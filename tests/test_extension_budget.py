@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from sitewalk import Page, SeedError, walk
+from sitewalk import Page, SeedError, WalkConfig, walk
+from sitewalk.state import Budget
 from tests.conftest import LOOPBACK
 
 
@@ -126,3 +127,40 @@ def test_crawl_delay_can_only_slow_the_walk(make_site, delay, crawl_delay, expec
         return
     # The robots delay really is applied, not just the walk's own.
     assert min(gaps) > delay + 0.2
+
+
+@pytest.mark.parametrize(
+    ("limits", "spent", "rate", "queued", "expected"),
+    [
+        # Enough pages queued to reach max_pages: that many more at the walk's pace.
+        ({"max_pages": 20}, (10, 1000), 2.0, 15, (5.0, "max-pages")),
+        ({"max_pages": 20}, (10, 1000), 2.0, 10, (5.0, "max-pages")),
+        # Too few queued: the walk may run out of pages first, so no estimate.
+        ({"max_pages": 20}, (10, 1000), 2.0, 9, None),
+        # The queued pages, at the pages' mean size so far, would pass max_bytes.
+        ({"max_pages": 1000, "max_bytes": 100_000}, (10, 50_000), 2.0, 20, (5.0, "max-bytes")),
+        ({"max_pages": 1000, "max_bytes": 100_000}, (10, 50_000), 2.0, 9, None),
+        ({}, (0, 0), 0.0, 50, None),
+    ],
+)
+def test_time_left_names_the_limit_that_will_end_the_walk(limits, spent, rate, queued, expected):
+    budget = Budget(WalkConfig(seed="http://site.test/", **limits))
+    budget.resume(spent[0], spent[1], 5.0)
+    assert budget.time_left(rate, queued) == expected
+
+
+def test_time_left_is_the_deadline_when_the_queue_outlasts_it():
+    budget = Budget(WalkConfig(seed="http://site.test/", max_pages=1000, deadline=60))
+    budget.resume(10, 1000, 5.0)
+    seconds, reason = budget.time_left(2.0, 500)
+    assert reason == "deadline" and 54 < seconds <= 55
+    assert budget.time_left(2.0, 100) is None  # 50 s of pages: done before the deadline
+
+
+def test_progress_line(caplog):
+    budget = Budget(WalkConfig(seed="http://site.test/", max_pages=20, max_depth=2), queued=lambda: 30)
+    budget.resume(10, 1_234_567, 5.0)
+    with caplog.at_level("INFO", logger="sitewalk.state"):
+        budget.log_progress()
+    (line,) = caplog.messages
+    assert line.startswith("progress: pages 10/20, depth 0/2, 1.2 MB/20 MB, elapsed 5.0s/60s, 2.0 pages/s, 30 queued, about 5.0s left (max-pages)")
