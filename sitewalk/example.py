@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,7 @@ def serve(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sitewalk-example",
-        description="Serve sitewalk's built-in example site on loopback and walk it with `scrapy crawl sitewalk`.",
+        description="Serve sitewalk's built-in example site on loopback and walk it with the sitewalk command.",
     )
     parser.add_argument("--serve", action="store_true", help="only serve the site (until Ctrl-C) and print its URL")
     parser.add_argument("--port", type=int, default=0, help="port to serve on (default: a free one)")
@@ -60,16 +61,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     with tempfile.TemporaryDirectory(prefix="sitewalk-example-") as workdir:
         pages, report = Path(workdir) / "pages.jsonl", Path(workdir) / "report.json"
-        command = [
-            sys.executable, "-m", "scrapy", "crawl", "sitewalk",
-            "-a", f"seed={url}", "-a", "max_depth=2", "-a", "delay=0.05", "-a", f"report={report}",
-            "-O", str(pages),
+        arguments = [
+            url, "--max-depth", "2", "--delay", "0.05", "--report", "report.json", "-o", "pages.jsonl",
             # The example site is on loopback, which the address guard refuses unless allowed.
-            "-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/32", "-s", "LOG_LEVEL=INFO",
+            "-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/32",
         ]
-        print("$ scrapy crawl sitewalk -a seed=" + url + " -a max_depth=2 -O pages.jsonl ...", flush=True)
-        env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
-        status = subprocess.run(command, env=env, check=False).returncode
+        print("$ " + shlex.join([_command_name(), *arguments]), flush=True)
+        status = subprocess.run([sys.executable, "-m", "sitewalk", *arguments], cwd=workdir, check=False).returncode
         if status != 0:
             return status
         print("\n# index (pages.jsonl)")
@@ -78,8 +76,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{entry['depth']}  {entry['status']}  {entry['byte_count']:>5} bytes  {entry['final_url']}  {entry['title'] or ''}")
         print("\n# report (report.json)")
         print(json.dumps(json.loads(report.read_text(encoding="utf-8")), indent=2))
+    print(
+        f"\n# To run the command yourself, serve the site on the same port in another terminal:\n"
+        f"$ {shlex.join([_command_name('sitewalk-example'), '--serve', '--port', str(server.server_address[1])])}"
+    )
     server.shutdown()
     return 0
+
+
+def _command_name(name: str = "sitewalk") -> str:
+    """How to call this environment's console script ``name`` from here: by name when PATH finds
+    it, else by its path (relative when it lies below the current directory, as .venv/bin/ does)."""
+    script = Path(sys.executable).parent / name
+    if shutil.which(name) == str(script):
+        return name
+    if script.is_relative_to(Path.cwd()):
+        return str(script.relative_to(Path.cwd()))
+    return str(script)
 
 
 if __name__ == "__main__":
