@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import LOOPBACK, ROOT, clean_environment, wait_for_pages
+from tests.test_scrapyd import _free_port, _project_files, _wait_until
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
@@ -192,3 +193,180 @@ def test_scrapyd_node_requirements_are_pyproject_s():
     listed = [line for line in (ROOT / "scrapyd-node-requirements.txt").read_text(encoding="utf-8").splitlines()
               if line and not line.startswith("#")]
     assert listed == scrapyd_pins + project["dependencies"]
+
+
+# -- Running on scrapyd: two local nodes, set up, deployed to and scheduled on as the README says --
+
+SCRAPYD_SITE = {"/": {"title": "Home", "links": ["/a"]}, "/a": {"title": "A", "links": ["/b"]}, "/b": {"title": "B"}}
+# Generous bounds on waiting for scrapyd and its jobs; a healthy run takes a fraction of them.
+NODE_TIMEOUT = 60.0
+
+
+def _install_from_this_environment(venv: Path, requirements: Path) -> None:
+    """What pip would install into ``venv`` from ``requirements``, taken from this environment
+    (tests reach no package index): each listed distribution and what it requires, linked into
+    the venv, with its console scripts. Nothing else of this environment (sitewalk least of all)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  check=True, capture_output=True, text=True).stdout.strip())
+    todo = [Requirement(line) for line in requirements.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    done: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        requirement = todo.pop()
+        key = (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        if key in done:
+            continue
+        done.add(key)
+        distribution = metadata.distribution(requirement.name)
+        for text in distribution.requires or []:
+            needed = Requirement(text)
+            if needed.marker is None or any(needed.marker.evaluate({"extra": extra}) for extra in {"", *requirement.extras}):
+                todo.append(needed)
+        for top in {file.parts[0] for file in distribution.files or [] if file.parts[0] != ".."}:
+            target = purelib / top
+            if not target.exists():
+                target.symlink_to(Path(str(distribution.locate_file(top))))
+        for entry in distribution.entry_points.select(group="console_scripts"):
+            module, _, function = entry.value.partition(":")
+            script = venv / "bin" / entry.name
+            script.write_text(f"#!{python}\nimport sys\nfrom {module} import {function}\nsys.exit({function}())\n")
+            script.chmod(0o755)
+
+
+class _Node:
+    """A scrapyd node as the README sets one up: its directory stands for /srv/scrapyd."""
+
+    def __init__(self, root: Path, conf: str) -> None:
+        self.root = root
+        self.port = _free_port()
+        (root / "scrapyd.conf").write_text(conf.replace("http_port    = 6800", f"http_port    = {self.port}"), encoding="utf-8")
+        self.url = f"http://127.0.0.1:{self.port}/"
+
+    def start(self, command: str) -> None:
+        self.output = (self.root / "scrapyd.out").open("wb")
+        self.process = subprocess.Popen(
+            ["bash", "-c", command.replace("/srv/scrapyd", str(self.root))], env=clean_environment(),
+            stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def get(self, endpoint: str, **params: str) -> dict[str, Any]:
+        from urllib.parse import urlencode
+        from urllib.request import urlopen
+
+        with urlopen(f"{self.url}{endpoint}?{urlencode(params)}", timeout=10) as response:
+            return json.load(response)  # type: ignore[no-any-return]
+
+    def wait_ready(self) -> None:
+        def ready() -> bool:
+            assert self.process.poll() is None, (self.root / "scrapyd.out").read_text()
+            try:
+                return self.get("daemonstatus.json")["status"] == "ok"
+            except OSError:
+                return False
+
+        _wait_until(ready, NODE_TIMEOUT, f"scrapyd in {self.root}")
+
+    def items(self, job: str) -> list[dict[str, Any]]:
+        """The job's items, once it has finished, from the items_dir the README's scrapyd.conf sets."""
+        def finished() -> bool:
+            return any(entry["id"] == job for entry in self.get("listjobs.json", project="sitewalk")["finished"])
+
+        _wait_until(finished, NODE_TIMEOUT, f"job {job} on {self.root}")
+        return jsonl(self.root / "items" / "sitewalk" / "sitewalk" / f"{job}.jl")
+
+    def stop(self) -> None:
+        if hasattr(self, "process"):
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+            self.output.close()
+
+
+def _checkout(destination: Path) -> Path:
+    """A clean checkout's deployable files, committed in a git repository of their own, with the
+    project's guard setting allowing loopback (as the README says to do for a private network)."""
+    for name in [*_project_files(), "scrapyd-node-requirements.txt"]:
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((ROOT / name).read_bytes())
+    settings = destination / "sitewalk" / "settings.py"
+    text = settings.read_text(encoding="utf-8")
+    assert 'SITEWALK_GUARD_ALLOW_NETWORKS = ""\n' in text
+    settings.write_text(text.replace('SITEWALK_GUARD_ALLOW_NETWORKS = ""\n', 'SITEWALK_GUARD_ALLOW_NETWORKS = "127.0.0.1/32"\n'))
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "checkout"]):
+        subprocess.run([*git, *command], cwd=destination, check=True, capture_output=True)
+    return destination
+
+
+def test_running_on_scrapyd(make_site, tmp_path):
+    node_text = section("A node")
+    make_venv, install, start = [line for line in commands(node_text)]
+    (conf,) = blocks(node_text, "ini")
+    assert not [line for line in conf.splitlines() if ";" in line], "scrapyd reads an inline ; as part of the value"
+    checkout = _checkout(tmp_path / "checkout")
+    offline = {"PIP_NO_INDEX": "1", "TMPDIR": str(tmp_path)}
+
+    # The node: its venv and packages (this environment's, as pip would install them), then the install line.
+    one, two = tmp_path / "node1", tmp_path / "node2"
+    one.mkdir()
+    two.mkdir()
+    assert run(make_venv.replace("/srv/scrapyd", str(one)), tmp_path).returncode == 0
+    _install_from_this_environment(one / "venv", checkout / "scrapyd-node-requirements.txt")
+    result = run(install.replace("/srv/scrapyd", str(one)), checkout, **offline)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (two / "venv").symlink_to(one / "venv")
+    nodes = [_Node(one, conf), _Node(two, conf)]
+    try:
+        for node in nodes:
+            node.start(start)
+        for node in nodes:
+            node.wait_ready()
+
+        # Deploy to one node: scrapy.cfg's own target, its port the local node's.
+        cfg = checkout / "scrapy.cfg"
+        cfg.write_text(cfg.read_text().replace("localhost:6800", f"localhost:{nodes[0].port}"))
+        for command in commands(section("Deploy to one node")):
+            result = run(command, checkout, **offline)
+            assert result.returncode == 0, result.stdout + result.stderr
+        assert '"status": "ok"' in result.stdout
+
+        # Run a walk, then cancel it (finished by then: scrapyd says so, and nothing breaks).
+        site = make_site(SCRAPYD_SITE)
+        schedule, cancel = [line for line in commands(section("Run a walk")) if not line.startswith("#")]
+        port = f"localhost:{nodes[0].port}"
+        result = run(schedule.replace("localhost:6800", port).replace("https://example.com/", site("/")), checkout)
+        answer = json.loads(result.stdout)
+        assert answer["status"] == "ok", result.stderr
+        assert [item["url"] for item in nodes[0].items(answer["jobid"])] == [site(p) for p in SCRAPYD_SITE]
+        result = run(cancel.replace("localhost:6800", port).replace("6487ec79...", answer["jobid"]), checkout)
+        assert json.loads(result.stdout)["status"] == "ok"
+
+        # A fleet: scrapy.cfg as the README writes it, the egg built once and deployed to both nodes.
+        fleet = section("Many walks over a fleet of nodes")
+        (targets,) = blocks(fleet, "ini")
+        for number, node in enumerate(nodes, 1):
+            targets = targets.replace(f"node{number}.internal:6800", f"127.0.0.1:{node.port}")
+        cfg.write_text(targets)
+        build, deploy, loop = blocks(fleet)[0].splitlines() + [blocks(fleet)[1]]
+        credentials = {"SCRAPYD_USER": "walker", "SCRAPYD_PASSWORD": "secret"}
+        assert run(build, checkout, **offline, **credentials).returncode == 0
+        result = run(deploy, checkout, **offline, **credentials)
+        assert result.returncode == 0 and result.stdout.count('"status": "ok"') == 2, result.stdout + result.stderr
+        sites = [make_site(SCRAPYD_SITE), make_site(SCRAPYD_SITE)]
+        (checkout / "sites.txt").write_text("".join(site("/") + "\n" for site in sites))
+        result = run(loop, checkout, **credentials)
+        assert result.returncode == 0, result.stdout + result.stderr
+        jobs = [line.split(" => ")[1] for line in result.stdout.splitlines() if line.startswith("sitewalk / sitewalk => ")]
+        assert len(jobs) == 2, result.stdout
+        for node, job, site in zip(nodes, jobs, sites, strict=True):
+            assert [item["url"] for item in node.items(job)] == [site(p) for p in SCRAPYD_SITE]
+            assert site.paths() == list(SCRAPYD_SITE)
+    finally:
+        for node in nodes:
+            node.stop()
