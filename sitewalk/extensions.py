@@ -150,7 +150,8 @@ class WalkJournal(WalkComponent):
         super().__init__(crawler)
         path = jobs.journal_path(crawler.settings)
         if path is None:
-            raise NotConfigured("no JOBDIR")
+            # Without a message: Scrapy logs NotConfigured's as a warning, on every walk without JOBDIR.
+            raise NotConfigured
         walk = self.walk
         self._feeds = jobs.local_feeds(crawler.settings)
         if walk.resumed:

@@ -29,6 +29,7 @@ def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     helpers_before = helper_processes()
     process = start_cli(
         "-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(),
+        "-s", "LOG_LEVEL=DEBUG",  # for Scrapy's stats
         cwd=tmp_path, new_session=group,
     )
     wait_for_pages(site, 3, process)
