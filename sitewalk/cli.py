@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
@@ -82,7 +81,8 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
         parser.error("invalid -s value: use -s NAME=VALUE")
     if options.jobdir:
         settings.set("JOBDIR", options.jobdir, priority="cmdline")
-    outputs = options.output or ["-"]
+    # Without -o, stdout, unless -s FEEDS=... names the feeds.
+    outputs = options.output or ([] if settings.getdict("FEEDS") else ["-"])
     if options.format:
         outputs = [f"{output}:{options.format}" for output in outputs]
     elif outputs == ["-"]:
@@ -111,7 +111,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(options, name) is not None
     }
     return run_walk(settings, spargs)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -149,3 +149,14 @@ def test_unfetchable_seed_is_exit_1(tmp_path, unused_port):
         f"sitewalk: error: seed http://127.0.0.1:{unused_port}/ could not be fetched: connection refused"
     )
     assert result.stdout == ""
+
+
+def test_feeds_setting_replaces_stdout(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_sitewalk(
+        site("/"), "--max-depth", "0", "--delay", "0", "-s", 'FEEDS={"f.json": {"format": "json"}}', *allow_loopback(),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert [item["url"] for item in json.loads((tmp_path / "f.json").read_text())] == [site("/")]
