@@ -40,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
         if name == "seed":
             continue
         text = f"{spec.help} (default: {default})"
-        if kind is bool:
+        if kind is bool and name.startswith("no_"):
+            # A negative flag already (--no-parent): no --no-no-parent beside it.
+            walk.add_argument(_option(name), dest=name, action="store_const", const=True, default=None, help=text)
+        elif kind is bool:
             walk.add_argument(_option(name), dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
             walk.add_argument(_option(name), dest=name, metavar=value_name(name, kind), help=text)

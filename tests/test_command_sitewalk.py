@@ -105,6 +105,7 @@ def test_help_lists_every_argument_with_its_default():
             assert f"{' '.join(spec.help.split())} (default: {default})" in text
     for option in ("-o FILE", "-t FORMAT", "--jobdir DIR", "-s NAME=VALUE"):
         assert option in text
+    assert "--no-no-" not in text  # a negative flag (no_parent) is --no-parent alone
 
 
 def test_scrapy_crawl_help_lists_the_same_arguments(tmp_path):
