@@ -80,9 +80,9 @@ class Addon:
     middlewares, extensions and pipelines add to them), with the one consumer the walk's
     arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
     feed sets them); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
-    as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to ``DEFAULT_REQUEST_HEADERS``, winning per name;
-    a resumed walk (JOBDIR) appends to its feeds; a scrapyd job without feeds writes
-    ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
+    as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
+    ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
+    a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
     """
 
     def __init__(self, crawler: Crawler) -> None:

@@ -33,9 +33,10 @@ class SitewalkSpider(Spider):
     ``spider.walk``. :meth:`start` asks the gate when the next request may go and the frontier
     which page it is; :meth:`parse` counts the page, has it read (beside the walk), admits its
     links and yields it to the consumers, both in fetch order; :meth:`errback` records a
-    failure. Each request but the seed's carries a ``Referer`` header naming the page that linked
-to it (``REFERER_ENABLED=False`` leaves it out). Request meta keys: ``sitewalk_depth``, ``sitewalk_found_on``, ``sitewalk_seed`` (the
-    seed and its redirect hops, which may leave the seed's origin).
+    failure. Each request but the seed's carries a ``Referer`` header naming the page that
+    linked to it (``REFERER_ENABLED=False`` leaves it out). Request meta keys: ``sitewalk_depth``,
+    ``sitewalk_found_on``, ``sitewalk_seed`` (the seed and its redirect hops, which may leave the
+    seed's origin).
     """
 
     name = "sitewalk"
