@@ -201,8 +201,7 @@ class WalkConfig:
             for name in _GREP_OPTIONS:
                 if name in values:
                     raise SitewalkError(
-                        f"{surface.name(name)} is an option of grep: give {surface.name('grep')} too, "
-                        f"or leave {surface.name(name)} out"
+                        f"{surface.name(name)} is an option of grep: give a grep pattern too, or leave {surface.name(name)} out"
                     )
         if "seed" not in values:
             raise SitewalkError(

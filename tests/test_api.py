@@ -97,7 +97,7 @@ def test_bad_argument_raises_before_any_request(make_site):
         (lambda seed: grep(seed), "grep() needs a pattern; walk() lists the pages"),
         (lambda seed: asyncio.run(grep_async(seed)), "grep_async() needs a pattern; walk_async() lists the pages"),
         (lambda seed: grep(seed, ""), "grep is empty"),
-        (lambda seed: walk(seed, context=1), "context is an option of grep: give grep too, or leave context out"),
+        (lambda seed: walk(seed, context=1), "context is an option of grep: give a grep pattern too, or leave context out"),
     ],
 )
 def test_a_call_that_would_ignore_an_argument_raises_before_any_request(make_site, call, message):
