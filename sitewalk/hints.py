@@ -1,7 +1,8 @@
 """How each front end spells the input a message tells its user to give: arguments and settings.
 
 A message names the argument or setting that changes the outcome, in the words of the surface
-where it is read: ``-a fixed_strings=true`` and ``-s ROBOTSTXT_OBEY=false`` on the command line,
+where it is read: ``-a fixed_strings=true`` and ``-s ROBOTSTXT_OBEY=false`` for ``scrapy crawl``,
+``--fixed-strings`` for the ``sitewalk`` command,
 ``fixed_strings=True`` and ``settings={"ROBOTSTXT_OBEY": False}`` in Python. (The MCP server's
 spelling is :data:`sitewalk.mcp.text.MCP`.)
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["API", "CLI", "Surface"]
+__all__ = ["API", "CLI", "COMMAND", "Surface"]
 
 
 class Surface:
@@ -48,6 +49,24 @@ class _Python(Surface):
         return f"settings={{{_python(name)}: {_python(value)}}}"
 
 
+class _Command(Surface):
+    """The ``sitewalk`` command: the seed is its URL argument, the others ``--max-pages 50``."""
+
+    def name(self, argument: str) -> str:
+        return "seed URL" if argument == "seed" else _option(argument)
+
+    def argument(self, name: str, value: Any) -> str:
+        if name == "seed":
+            return str(value)
+        if isinstance(value, bool):
+            return _option(name) if value else _option(f"no_{name}")
+        return f"{_option(name)} {_word(value)}"
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def _word(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -60,4 +79,5 @@ def _python(value: Any) -> str:
 
 
 CLI = Surface()
+COMMAND: Surface = _Command()
 API: Surface = _Python()

@@ -126,6 +126,11 @@ def test_scrapy_crawl_help_lists_the_same_arguments(tmp_path):
         (["--max-page", "3"], "sitewalk: error: unrecognized argument '--max-page' (did you mean --max-pages?)"),
         (["--delay", "soon"], "sitewalk: error: delay must be a number of seconds, got 'soon'"),
         (["-o", "p.nope"], "sitewalk: error: Unrecognized output format 'nope'"),
+        # Messages name the input to change as this command spells it.
+        (["--grep", "a("], "sitewalk: error: --grep 'a(' is not a valid regular expression"),
+        (["--grep", "a(", "--css", "p"], "sitewalk: error: grep and css/xpath are different consumers"),
+        (["--regex", "x"], "sitewalk: error: regex filters css/xpath values: give --css ... or --xpath ... too"),
+        (["--report", "/no/such/dir/r.json"], "sitewalk: error: report '/no/such/dir/r.json' is in a directory"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(make_site, tmp_path, args, message):
@@ -140,16 +145,25 @@ def test_bad_input_is_one_line_and_exit_2(make_site, tmp_path, args, message):
 def test_missing_seed_is_exit_2(tmp_path):
     result = run_sitewalk("--max-pages", "3", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.splitlines()[-1].startswith("sitewalk: error: missing seed")
+    assert result.stderr.splitlines()[-1] == "sitewalk: error: missing seed URL: give the URL to walk, e.g. https://docs.example.com/"
 
 
 def test_unfetchable_seed_is_exit_1(tmp_path, unused_port):
     result = run_sitewalk(f"http://127.0.0.1:{unused_port}/", "-s", "ROBOTSTXT_OBEY=false", *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
-        f"sitewalk: error: seed http://127.0.0.1:{unused_port}/ could not be fetched: connection refused"
+        f"sitewalk: error: seed URL http://127.0.0.1:{unused_port}/ could not be fetched: connection refused"
     )
     assert result.stdout == ""
+
+
+def test_a_failed_seed_names_the_fix_as_this_command_spells_it(make_site, tmp_path):
+    site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"}, "/": {}})
+    result = run_sitewalk(site("/"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1].startswith(f"sitewalk: error: seed URL {site('/')} could not be fetched: ")
+    assert result.stderr.splitlines()[-1].endswith("-s ROBOTSTXT_OBEY=false to fetch it anyway")
+    assert site.paths() == []
 
 
 def test_feeds_setting_replaces_stdout(make_site, tmp_path):

@@ -20,7 +20,7 @@ from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments, check_run
 from sitewalk.exceptions import SitewalkError
-from sitewalk.hints import CLI
+from sitewalk.hints import CLI, COMMAND, Surface
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,6 +43,9 @@ class Command(ScrapyCrawlCommand):
     reason ``interrupted``; a second one stops the process at once. ``-h`` lists the walk's arguments.
     """
 
+    # How messages spell the input to change: scrapy crawl's -a/-s, or the sitewalk command's options.
+    surface: Surface = CLI
+
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         # The walk's arguments, one a line: argparse would run the epilog's lines together.
@@ -61,8 +64,8 @@ class Command(ScrapyCrawlCommand):
         assert self.settings is not None
         # Before the crawler exists: nothing is requested and no feed file is opened (or truncated).
         try:
-            config = WalkConfig.from_mapping(opts.spargs, CLI)
-            check_run(config, self.settings, CLI)
+            config = WalkConfig.from_mapping(opts.spargs, self.surface)
+            check_run(config, self.settings, self.surface)
             jobs.check_jobdir(self.settings, config.seed)
         except SitewalkError as exc:
             print(f"sitewalk: error: {exc}", file=sys.stderr)
@@ -78,7 +81,7 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif walk.results.seed_error is not None:
             url, failed = walk.results.seed_error
-            message = failed.seed_message(url, CLI)
+            message = failed.seed_message(url, self.surface)
             if crawler.settings.get("LOG_FILE"):
                 # A log file (scrapyd's job log) would not show the line printed to stderr.
                 logger.error("sitewalk: error: %s", message)
@@ -90,6 +93,7 @@ def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
     """Run the walk ``spargs`` describes as ``scrapy crawl sitewalk`` does, with ``settings``
     (the project's and the command line's); returns the exit status."""
     command = Command()
+    command.surface = COMMAND
     command.settings = settings
     quiet_scrapy_info(settings)
     # As scrapy.cmdline picks the crawler process for the configured reactor.
