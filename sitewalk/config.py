@@ -209,7 +209,7 @@ class WalkConfig:
             )
         typed: dict[str, Any] = {}
         for name, value in values.items():
-            typed[name] = _convert(name, fields[name].type, value)
+            typed[name] = _convert(name, fields[name].type, value, surface.name(name))
         config = cls(**typed)
         config._check(surface)
         return config
@@ -218,7 +218,7 @@ class WalkConfig:
         _check_seed(self.seed, surface)
         for spec in dataclasses.fields(self):
             bounds: Argument = spec.metadata["argument"]
-            bounds.check(spec.name, getattr(self, spec.name))
+            bounds.check(surface.name(spec.name), getattr(self, spec.name))
         if self.grep == "":
             raise SitewalkError("grep is empty: give the text or regular expression to search for")
         if self.grep is not None and (self.css is not None or self.xpath is not None):
@@ -330,36 +330,37 @@ def _check_query(name: str, query: str) -> None:
         raise SitewalkError(f"{name} {query!r} is not a valid {kind}: {exc}") from None
 
 
-def _convert(name: str, declared: Any, value: Any) -> Any:
+def _convert(name: str, declared: Any, value: Any, shown: str) -> Any:
+    """``value`` as the type ``declared`` for argument ``name``; errors call it ``shown``."""
     kind = str(declared)
     if name == "headers":
         return _headers(value)
     if kind.startswith("str"):
         if not isinstance(value, str):
-            raise SitewalkError(f"{name} must be a string, got {value!r}")
+            raise SitewalkError(f"{shown} must be a string, got {value!r}")
         return value
     if kind == "bool":
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and (word := parse_bool(value)) is not None:
             return word
-        raise SitewalkError(f"{name} must be true or false, got {value!r}")
+        raise SitewalkError(f"{shown} must be true or false, got {value!r}")
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise SitewalkError(f"{name} must be a whole number, got {value!r}")
+            raise SitewalkError(f"{shown} must be a whole number, got {value!r}")
         try:
             return int(value)
         except ValueError:
-            raise SitewalkError(f"{name} must be a whole number, got {value!r}") from None
+            raise SitewalkError(f"{shown} must be a whole number, got {value!r}") from None
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise SitewalkError(f"{name} must be a number of seconds, got {value!r}")
+            raise SitewalkError(f"{shown} must be a number of seconds, got {value!r}")
         try:
             number = float(value)
         except ValueError:
-            raise SitewalkError(f"{name} must be a number of seconds, got {value!r}") from None
+            raise SitewalkError(f"{shown} must be a number of seconds, got {value!r}") from None
         if number != number or number in (float("inf"), float("-inf")):
-            raise SitewalkError(f"{name} must be a finite number, got {value!r}")
+            raise SitewalkError(f"{shown} must be a finite number, got {value!r}")
         return number
     raise AssertionError(f"unhandled field type {kind} for {name}")
 

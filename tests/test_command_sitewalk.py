@@ -122,9 +122,9 @@ def test_scrapy_crawl_help_lists_the_same_arguments(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--max-pages", "0"], "sitewalk: error: max_pages must be >= 1, got 0"),
+        (["--max-pages", "0"], "sitewalk: error: --max-pages must be >= 1, got 0"),
         (["--max-page", "3"], "sitewalk: error: unrecognized argument '--max-page' (did you mean --max-pages?)"),
-        (["--delay", "soon"], "sitewalk: error: delay must be a number of seconds, got 'soon'"),
+        (["--delay", "soon"], "sitewalk: error: --delay must be a number of seconds, got 'soon'"),
         (["-o", "p.nope"], "sitewalk: error: Unrecognized output format 'nope'"),
         # Messages name the input to change as this command spells it.
         (["--grep", "a("], "sitewalk: error: --grep 'a(' is not a valid regular expression"),
