@@ -370,3 +370,17 @@ def test_running_on_scrapyd(make_site, tmp_path):
     finally:
         for node in nodes:
             node.stop()
+
+
+def test_python_api(make_site, monkeypatch, capsys):
+    import functools
+
+    import sitewalk
+
+    (code,) = blocks(section("Python API"), "python")
+    site = make_site(SITE)
+    # The README's call, its site's loopback address allowed (a setting the API takes in settings=).
+    monkeypatch.setattr(sitewalk, "walk", functools.partial(sitewalk.walk, settings=LOOPBACK))
+    exec(compile(code.replace(DOCS, site("/")), "README.md", "exec"), {})
+    assert capsys.readouterr().out == "3 None []\n"
+    assert site.paths() == ["/", "/api", "/guide"]
