@@ -426,7 +426,9 @@ def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern
     print(f"{work}: sitewalk index vs grep={pattern!r} and grep={regex!r} (default max_matches)", flush=True)
     extras = {"sitewalk index": [], "sitewalk grep": ["-a", f"grep={pattern}"], "sitewalk grep-regex": ["-a", f"grep={regex}"],
               # The index walk again, keeping its JOBDIR journal (in the run's own directory).
-              "sitewalk index-jobdir": ["-s", "JOBDIR=job"]}
+              "sitewalk index-jobdir": ["-s", "JOBDIR=job"],
+              # The index walk with each page's content as Markdown (html-to-markdown, beside the walk).
+              "sitewalk index-markdown": ["-a", "content=markdown"]}
     for tool in rounds(tuple(extras), runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=extras[tool]))
 
@@ -567,7 +569,8 @@ def main_table(results: Results, works: Sequence[str]) -> list[str]:
 def grep_table(results: Results, work: str) -> list[str]:
     lines = ["| work | mode | runs | median wall s | pages | peak RSS MB | × index |", "|---|---|---|---|---|---|---|"]
     index = results.median(work, "sitewalk index", "wall")
-    for tool in ("sitewalk index", "sitewalk grep", "sitewalk grep-regex", "sitewalk index-jobdir"):
+    for tool in ("sitewalk index", "sitewalk grep", "sitewalk grep-regex", "sitewalk index-jobdir",
+                 "sitewalk index-markdown"):
         runs = results.of(work, tool)
         if runs:
             wall = results.median(work, tool, "wall") or 0.0
@@ -713,6 +716,10 @@ def verdicts(results: Results, docs: str, gen: str, grep_work: str, smoke: bool)
     if index and grep:
         lines.append(f"- {grep_work}: grep / index = {grep / index:.2f} (target ≤ 1.5): "
                      f"{mark(grep / index <= 1.5)}{note}")
+    markdown = results.median(grep_work, "sitewalk index-markdown", "wall")
+    if index and markdown:
+        lines.append(f"- {grep_work}: index with content=markdown / index = {markdown / index:.2f} (target ≤ 2.0): "
+                     f"{mark(markdown / index <= 2.0)}{note}")
     jobdir = results.median(grep_work, "sitewalk index-jobdir", "wall")
     if index and jobdir:
         lines.append(f"- {grep_work}: index with JOBDIR / index = {jobdir / index:.2f} (target ≤ 1.05): "
@@ -824,7 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.append("")
     if results.of(grep_work, "sitewalk grep"):
         out += [f"## grep vs index (grep={pattern!r}; grep-regex: the same pattern as a regular expression; "
-                "index-jobdir: the index walk keeping its JOBDIR journal)", "",
+                "index-jobdir: the index walk keeping its JOBDIR journal; index-markdown: with content=markdown)", "",
                 *grep_table(results, grep_work), "",
                 "A plain-text pattern lets the walk tell, from a page's source, that the page cannot match, "
                 "so the next page downloads while it is read; a regular expression makes each page wait until "

@@ -115,7 +115,8 @@ class Addon:
         defaults: dict[str, Any] = {"item_classes": [item_class]}
         if item_class is IndexEntry and not settings.get("FEED_EXPORT_FIELDS"):
             # The index's optional fields only when asked for, not as nulls in every item.
-            defaults["fields"] = [*FIELDS, *(["links"] if walk.config.links else [])]
+            asked = [name for name in ("links", "content") if getattr(walk.config, name)]
+            defaults["fields"] = [*FIELDS, *asked]
         settings.set(
             "FEEDS",
             {uri: {**defaults, **feed, **options} for uri, feed in feeds.items()},

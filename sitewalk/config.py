@@ -17,6 +17,7 @@ import ada_url
 from cssselect import SelectorError
 from parsel import Selector
 
+from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
@@ -149,6 +150,14 @@ class WalkConfig:
     no_parent: bool = field(
         default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
     )
+    content: str | None = field(
+        default=None,
+        metadata=_arg("add each 2xx page's content to its index item: markdown, text or html (text pages as they are)"),
+    )
+    main_content: bool = field(
+        default=False,
+        metadata=_arg("with content: only the page's main content, without navigation, header, footer and sidebars"),
+    )
     links: bool = field(
         default=False,
         metadata=_arg("add to each index item the page's followable links (resolved, in document order, any origin)"),
@@ -225,8 +234,13 @@ class WalkConfig:
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:
             raise SitewalkError("give css or xpath, not both")
-        if self.links and self.consumer != "index":
-            raise SitewalkError(f"links is a field of index items: give it without {self.consumer}'s arguments")
+        for name in ("links", "content", "main_content"):
+            if getattr(self, name) and self.consumer != "index":
+                raise SitewalkError(f"{name} is a field of index items: give it without {self.consumer}'s arguments")
+        if self.content is not None and self.content not in MODES:
+            raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {self.content!r}")
+        if self.main_content and self.content is None:
+            raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
         if self.regex is not None and self.css is None and self.xpath is None:
             raise SitewalkError(
                 f"regex filters css/xpath values: give {surface.argument('css', '...')} "

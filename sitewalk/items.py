@@ -42,6 +42,8 @@ class Page(_Fetched):
     lines: list[str] | None = field(default=None, repr=False, compare=False)
     # The page's followable links (sitewalk.links.page_links), when the walk read them.
     links: list[str] | None = field(default=None, repr=False, compare=False)
+    # The content the walk read beside it: (mode, main_content, content).
+    _content: tuple[str, bool, str] | None = field(default=None, repr=False, compare=False)
     # The parsed HTML, if the walk parsed it in this process (see `tree`).
     _tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
 
@@ -60,9 +62,29 @@ class Page(_Fetched):
         return self._tree
 
     def add_reading(self, title: str | None, lines: list[str] | None, tree: LexborHTMLParser | None,
-                    links: list[str] | None = None) -> None:
+                    links: list[str] | None = None, content: tuple[str, bool, str] | None = None) -> None:
         """What reading the page found (the walk reads it after it arrived); ``tree`` if parsed here."""
-        self.title, self.lines, self._tree, self.links = title, lines, tree, links
+        self.title, self.lines, self._tree, self.links, self._content = title, lines, tree, links, content
+
+    def content(self, mode: str = "markdown", *, main_content: bool = False) -> str | None:
+        """The page's content: ``markdown`` or ``text`` of an HTML page (:func:`sitewalk.content.html_content`;
+        with ``main_content``, of its main part only), ``html`` its decoded body; a text page
+        (text/*, JSON, XML) gives its body as it is, any other page None."""
+        from sitewalk.content import MODES, html_content
+        from sitewalk.text import is_plain_text
+
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if not self.is_html:
+            return self.text if is_plain_text(self.content_type) else None
+        if mode == "html":
+            return self.text
+        if self._content is not None and self._content[:2] == (mode, main_content):
+            return self._content[2]
+        from sitewalk.links import parse_html
+
+        markup = self.text
+        return html_content(parse_html(markup), markup, mode, main=main_content)
 
     @property
     def is_html(self) -> bool:
@@ -89,16 +111,21 @@ def media_type(response: Response) -> str | None:
 class IndexEntry(_Fetched):
     """The index consumer's item: one per fetched page, in fetch order. ``links`` (``links=true``):
     the page's followable links, resolved, each once, in document order, on any origin; None for
-    a page that is not a 2xx HTML page. Feeds export these fields only when asked for
+    a page that is not a 2xx HTML page. ``content`` (``content=...``): :meth:`Page.content` of a
+    2xx page. Feeds export these fields only when asked for
     (:data:`FIELDS` otherwise)."""
 
     links: list[str] | None = None
+    content: str | None = None
 
     @classmethod
-    def from_page(cls, page: Page, *, links: bool = False) -> IndexEntry:
+    def from_page(cls, page: Page, *, links: bool = False, content: str | None = None,
+                  main_content: bool = False) -> IndexEntry:
         entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
         if links and page.links is not None:
             entry.links = list(dict.fromkeys(page.links))
+        if content is not None and 200 <= page.status < 300:
+            entry.content = page.content(content, main_content=main_content)
         return entry
 
 

@@ -9,13 +9,14 @@ starts one helper process (this module, run by the same Python; it imports lexbo
 while the walk downloads the next page. Where the helper cannot start or stops, the walk reads
 pages itself (see the spider): the same results, only later.
 
-The helper speaks frames over its stdin and stdout. A request: flags (1 = links, 2 = lines),
+The helper speaks frames over its stdin and stdout. A request: flags (1 = links, 2 = lines,
+4 = Markdown content, 8 = text content, 16 = main content only),
 the lengths of the page's URL and HTML (big-endian) and of the name of its encoding (one byte;
 0 for UTF-8, which its links' queries are encoded in), then the URL, the HTML (both UTF-8) and
 the encoding's name. An answer: ``b"o"`` and
-the lengths of the title (``0xFFFFFFFF`` for none), the links and the lines, then those three,
-links and lines joined by newlines (no resolved URL and no visible line contains one); or ``b"e"``
-and an error message. Answers come in the order of the requests.
+the lengths of the title (``0xFFFFFFFF`` for none), the links, the lines and the content (``0xFFFFFFFF``
+for none), then those four, links and lines joined by newlines (no resolved URL and no visible
+line contains one); or ``b"e"`` and an error message. Answers come in the order of the requests.
 """
 
 from __future__ import annotations
@@ -31,20 +32,25 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
+from sitewalk.content import html_content
 from sitewalk.links import page_links, page_title, parse_html
 from sitewalk.text import visible_lines
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["HELPER_MIN_BYTES", "PageReader", "ReadPage", "Reader", "read_page", "read_tree", "serve"]
+__all__ = ["HELPER_MIN_BYTES", "PageReader", "ReadPage", "Reader", "flags_for", "read_page", "read_tree", "serve"]
 
 logger = logging.getLogger(__name__)
 
 LINKS = 1
 LINES = 2
+MARKDOWN = 4
+TEXT = 8
+MAIN = 16
+_CONTENT = {"markdown": MARKDOWN, "text": TEXT}
 _REQUEST = struct.Struct(">BIIB")
-_ANSWER = struct.Struct(">cIII")
+_ANSWER = struct.Struct(">cIIII")
 _ERROR = struct.Struct(">cI")
 _NO_TITLE = 0xFFFFFFFF
 # HTML pages from this size on are read by the helper processes; smaller ones in the walk's
@@ -59,19 +65,33 @@ class ReadPage(NamedTuple):
     title: str | None
     links: list[str]
     lines: list[str] | None
+    content: str | None = None
+
+
+def flags_for(*, links: bool, lines: bool, content: str | None = None, main: bool = False) -> int:
+    """The request flags for what to read of a page (``content``: ``markdown``, ``text`` or None)."""
+    return ((LINKS if links else 0) | (LINES if lines else 0) | _CONTENT.get(content or "", 0)
+            | (MAIN if main and content else 0))
 
 
 def read_page(markup: bytes | str, url: str, flags: int, encoding: str | None = None) -> ReadPage:
     """Title, links (if ``flags & LINKS``; their queries in the page's ``encoding``, None for
-    UTF-8) and visible lines (if ``flags & LINES``) of a page."""
-    return read_tree(parse_html(markup), url, links=bool(flags & LINKS), lines=bool(flags & LINES), encoding=encoding)
+    UTF-8), visible lines (if ``flags & LINES``) and content (``MARKDOWN`` or ``TEXT``, of the
+    main part with ``MAIN``) of a page."""
+    return read_tree(parse_html(markup), url, flags, encoding, markup)
 
 
-def read_tree(tree: LexborHTMLParser, url: str, links: bool, lines: bool, encoding: str | None = None) -> ReadPage:
-    """:func:`read_page` of a parsed page (``lines`` changes the tree)."""
-    # Links first: visible_lines changes the tree.
-    page_urls = page_links(tree, url, encoding) if links else []
-    return ReadPage(page_title(tree), page_urls, visible_lines(tree) if lines else None)
+def read_tree(tree: LexborHTMLParser, url: str, flags: int, encoding: str | None = None,
+              markup: bytes | str = b"") -> ReadPage:
+    """:func:`read_page` of a parsed page (reading lines or content changes the tree)."""
+    # Links and title first: reading the content or the lines changes the tree.
+    page_urls = page_links(tree, url, encoding) if flags & LINKS else []
+    title = page_title(tree)
+    content = None
+    if flags & (MARKDOWN | TEXT):
+        text = markup.decode("utf-8", "replace") if isinstance(markup, bytes) else markup
+        content = html_content(tree, text, "markdown" if flags & MARKDOWN else "text", main=bool(flags & MAIN))
+    return ReadPage(title, page_urls, visible_lines(tree) if flags & LINES else None, content)
 
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:
@@ -95,8 +115,11 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
             title = page.title.encode("utf-8", "surrogatepass") if page.title is not None else b""
             links = "\n".join(page.links).encode("utf-8", "surrogatepass")
             lines = "\n".join(page.lines).encode("utf-8", "surrogatepass") if page.lines is not None else b""
+            content = page.content.encode("utf-8", "surrogatepass") if page.content is not None else b""
             title_size = len(title) if page.title is not None else _NO_TITLE
-            answers.write(_ANSWER.pack(b"o", title_size, len(links), len(lines)) + title + links + lines)
+            content_size = len(content) if page.content is not None else _NO_TITLE
+            answers.write(_ANSWER.pack(b"o", title_size, len(links), len(lines), content_size)
+                          + title + links + lines + content)
         answers.flush()
 
 
@@ -105,7 +128,9 @@ class PageReader:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self._process = process
-        self._pending: deque[tuple[asyncio.Future[ReadPage], bool]] = deque()
+        self._pending: deque[tuple[asyncio.Future[ReadPage], bool, int]] = deque()
+        # Bytes of HTML sent and not yet answered: how far behind the helper is.
+        self.behind = 0
         self._broken: BrokenPipeError | None = None
         self._answers = asyncio.ensure_future(self._read_answers())
 
@@ -127,9 +152,7 @@ class PageReader:
             return None
         return cls(process)
 
-    def read(
-        self, markup: bytes | str, url: str, links: bool, lines: bool, encoding: str | None = None
-    ) -> asyncio.Future[ReadPage]:
+    def read(self, markup: bytes | str, url: str, flags: int, encoding: str | None = None) -> asyncio.Future[ReadPage]:
         """The page read by the helper (a future; it fails with BrokenPipeError if the helper stopped)."""
         future: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
         stdin = self._process.stdin
@@ -142,10 +165,10 @@ class PageReader:
         # A codec name: short ASCII (longer would not fit its length byte; such a page is UTF-8 here).
         name = encoding.encode("ascii", "ignore") if encoding else b""
         name = name if len(name) < 256 else b""
-        flags = (LINKS if links else 0) | (LINES if lines else 0)
         # Buffered by the transport: writing never blocks the walk.
         stdin.write(_REQUEST.pack(flags, len(url_bytes), len(data), len(name)) + url_bytes + data + name)
-        self._pending.append((future, lines))
+        self._pending.append((future, bool(flags & LINES), len(data)))
+        self.behind += len(data)
         return future
 
     async def _read_answers(self) -> None:
@@ -154,14 +177,15 @@ class PageReader:
         try:
             while True:
                 status = await stdout.readexactly(1)
-                future, lines_wanted = self._pending.popleft()
+                future, lines_wanted, size = self._pending.popleft()
+                self.behind -= size
                 if status == b"e":
                     (size,) = _ERROR.unpack(status + await stdout.readexactly(_ERROR.size - 1))
                     message = (await stdout.readexactly(size)).decode("utf-8", "replace")
                     if not future.done():
                         future.set_exception(RuntimeError(f"the helper process could not read the page: {message}"))
                     continue
-                _, title_size, links_size, lines_size = _ANSWER.unpack(
+                _, title_size, links_size, lines_size, content_size = _ANSWER.unpack(
                     status + await stdout.readexactly(_ANSWER.size - 1)
                 )
                 title = None
@@ -169,16 +193,20 @@ class PageReader:
                     title = (await stdout.readexactly(title_size)).decode("utf-8", "surrogatepass")
                 links = (await stdout.readexactly(links_size)).decode("utf-8", "surrogatepass")
                 lines = (await stdout.readexactly(lines_size)).decode("utf-8", "surrogatepass")
+                content = None
+                if content_size != _NO_TITLE:
+                    content = (await stdout.readexactly(content_size)).decode("utf-8", "surrogatepass")
                 if not future.done():
                     future.set_result(ReadPage(
                         title,
                         links.split("\n") if links else [],
                         (lines.split("\n") if lines else []) if lines_wanted else None,
+                        content,
                     ))
         except (asyncio.IncompleteReadError, ConnectionError, IndexError, struct.error) as exc:
             self._broken = BrokenPipeError(f"the page-reading helper process stopped ({exc!r})")
         while self._pending:
-            future, _ = self._pending.popleft()
+            future, _, _ = self._pending.popleft()
             if not future.done():
                 future.set_exception(self._broken or BrokenPipeError("the helper process stopped"))
 
@@ -196,38 +224,43 @@ class PageReader:
 
 
 class Reader:
-    """Reads the walk's HTML pages: title, links and, for grep, the visible lines.
+    """Reads the walk's HTML pages: title, links and, for grep, the visible lines, for the index
+    with ``content``, the page's content (:mod:`sitewalk.content`).
 
     Pages from :data:`HELPER_MIN_BYTES` on go to helper processes, started with the first such
-    page (two when visible lines are read, on a machine with the cores: they cost more than
-    Scrapy's own work for a page) and used in turn; smaller pages are parsed in a thread and read
+    page (two when visible lines or content are read, on a machine with the cores: they cost
+    more than Scrapy's own work for a page), each page to the one with the least HTML still to read; smaller pages are parsed in a thread and read
     in the walk's process. If no helper starts, or one stops, every page is read in the walk's
     process from then on: the same results, only later.
     """
 
-    def __init__(self, lines: bool) -> None:
+    def __init__(self, lines: bool, content: str | None = None, main: bool = False) -> None:
         self._lines = lines
+        self._content = content if content in _CONTENT else None
+        self._main = main
         self._helpers: list[PageReader] = []
         self._starting: asyncio.Future[None] | None = None
-        self._sent = 0
         self._thread: ThreadPoolExecutor | None = None
         # Helpers being closed after one of them stopped (asyncio holds tasks only weakly).
         self._closing: set[asyncio.Future[None]] = set()
 
     async def read(
-        self, markup: bytes | str, url: str, *, links: bool, lines: bool, encoding: str | None = None
+        self, markup: bytes | str, url: str, *, links: bool, lines: bool, content: bool = False,
+        encoding: str | None = None,
     ) -> tuple[ReadPage, LexborHTMLParser | None]:
         """What the page says, and its tree when it was parsed here (None when a helper read it:
-        ``Page.tree`` parses on first use). Reading lines changes the tree; ``encoding`` is the
-        page's (None for UTF-8), which its links' queries are encoded in."""
+        ``Page.tree`` parses on first use). Reading lines or content changes the tree; ``content``:
+        read the content the reader was made for; ``encoding`` is the page's (None for UTF-8),
+        which its links' queries are encoded in."""
+        flags = flags_for(links=links, lines=lines, content=self._content if content else None, main=self._main)
         large = len(markup) >= HELPER_MIN_BYTES
         if large and self._starting is None:
             self._starting = asyncio.ensure_future(self._start_helpers())
         if large and self._helpers:
-            helper = self._helpers[self._sent % len(self._helpers)]
-            self._sent += 1
+            # The helper least behind: a large page at one does not hold up the pages after it.
+            helper = min(self._helpers, key=lambda reader: reader.behind)
             try:
-                return await helper.read(markup, url, links, lines, encoding), None
+                return await helper.read(markup, url, flags, encoding), None
             except (BrokenPipeError, RuntimeError) as exc:
                 self._helper_failed(exc)
                 tree = parse_html(markup)
@@ -235,10 +268,11 @@ class Reader:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitewalk-parse")
             tree = await asyncio.get_running_loop().run_in_executor(self._thread, parse_html, markup)
-        return read_tree(tree, url, links=links, lines=lines, encoding=encoding), tree
+        # A tree the content was read from is changed: Page.tree parses the page again.
+        return read_tree(tree, url, flags, encoding, markup), tree if not flags & (MARKDOWN | TEXT) else None
 
     async def _start_helpers(self) -> None:
-        count = 2 if self._lines and (os.cpu_count() or 1) > 1 else 1
+        count = 2 if (self._lines or self._content) and (os.cpu_count() or 1) > 1 else 1
         started = await asyncio.gather(*(PageReader.start() for _ in range(count)))
         self._helpers = [helper for helper in started if helper is not None]
 

@@ -64,15 +64,16 @@ class CallbackPipeline(WalkComponent):
 
 class IndexPipeline(WalkComponent):
     """The index consumer: turns each page into an :class:`IndexEntry` for the feed (with its
-    links when ``links=true``)."""
+    links when ``links=true``, its content when ``content`` is given)."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self._links = self.walk.config.links
+        config = self.walk.config
+        self._links, self._content, self._main = config.links, config.content, config.main_content
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, Page):
-            return IndexEntry.from_page(item, links=self._links)
+            return IndexEntry.from_page(item, links=self._links, content=self._content, main_content=self._main)
         return item
 
 

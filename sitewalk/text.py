@@ -63,12 +63,13 @@ def page_lines(page: Page) -> list[str] | None:
         if page.lines is not None:
             return page.lines
         return visible_lines(page.tree if page.tree is not None else parse_html(page.text))
-    if _is_plain_text(page.content_type):
+    if is_plain_text(page.content_type):
         return plain_lines(page.text)
     return None
 
 
-def _is_plain_text(media_type: str | None) -> bool:
+def is_plain_text(media_type: str | None) -> bool:
+    """Whether a page of this media type is text to read as it is (text/*, JSON, XML, JavaScript)."""
     return media_type is not None and (
         media_type.startswith("text/")
         or media_type in _TEXT_APPLICATION_TYPES
@@ -125,7 +126,7 @@ class Absence:
 
     def _proven(self, page: Page) -> bool:
         if not page.is_html:
-            if _is_plain_text(page.content_type):
+            if is_plain_text(page.content_type):
                 return re.search(re.escape(self._word), page.text, self._flags) is None
             return True  # not text: not searched at all
         utf8 = (page.encoding or "").lower() in UTF8_CHARSETS

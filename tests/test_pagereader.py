@@ -11,7 +11,7 @@ import pytest
 
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
-from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, Reader, ReadPage, read_page
+from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, Reader, ReadPage, flags_for, read_page
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 
@@ -40,14 +40,16 @@ def test_the_helper_reads_what_the_walk_would_read():
         assert reader is not None
         try:
             return await asyncio.gather(
-                reader.read(markup, "http://site.test/dir/p.html", links=True, lines=True),
-                reader.read(markup.encode(), "http://site.test/", links=False, lines=False),
-                reader.read("<p>caf\u00e9</p>", "http://site.test/", links=True, lines=True),
+                reader.read(markup, "http://site.test/dir/p.html", flags_for(links=True, lines=True)),
+                reader.read(markup.encode(), "http://site.test/", flags_for(links=False, lines=False)),
+                reader.read("<p>caf\u00e9</p>", "http://site.test/", flags_for(links=True, lines=True)),
+                reader.read(markup, "http://site.test/", flags_for(links=False, lines=False, content="markdown")),
+                reader.read(markup, "http://site.test/", flags_for(links=False, lines=False, content="text")),
             )
         finally:
             await reader.close()
 
-    full, bare, text = asyncio.run(read())
+    full, bare, text, markdown, plain = asyncio.run(read())
     tree = parse_html(markup)
     assert full.title == page_title(tree) == "A page"
     assert full.links == page_links(tree, "http://site.test/dir/p.html") == [
@@ -57,6 +59,12 @@ def test_the_helper_reads_what_the_walk_would_read():
     assert (bare.title, bare.links, bare.lines) == ("A page", [], None)
     assert (text.title, text.links, text.lines) == (None, [], ["caf\u00e9"])
     assert read_page(markup, "http://site.test/dir/p.html", 3) == full
+    assert full.content is None
+    # The content, read in the helper as in the walk's process.
+    assert markdown.content == read_page(markup, "http://site.test/", flags_for(links=False, lines=False,
+                                                                               content="markdown")).content
+    assert "shown & kept" in markdown.content and "```\na\nb\n```" in markdown.content
+    assert plain.content == "x\nshown & kept\na\nb\no"
 
 
 def walk_pages(site: Any, **options: Any) -> list[Page]:

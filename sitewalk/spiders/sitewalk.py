@@ -49,7 +49,7 @@ class SitewalkSpider(Spider):
         given = kwargs.get("config")
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
-        self._reader = Reader(lines=config.consumer == "grep")
+        self._reader = Reader(lines=config.consumer == "grep", content=config.content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
 
@@ -143,9 +143,11 @@ class SitewalkSpider(Spider):
             markup, response.url,
             links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links),
             lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
-            encoding=None if utf8 else page.encoding,
+            content=successful, encoding=None if utf8 else page.encoding,
         )
-        page.add_reading(read.title, read.lines, tree, read.links)
+        config = walk.config
+        content = (config.content or "", config.main_content, read.content) if read.content is not None else None
+        page.add_reading(read.title, read.lines, tree, read.links, content)
         return read.links
 
     def errback(self, failure: Failure) -> None:

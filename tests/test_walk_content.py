@@ -1,0 +1,128 @@
+"""content=markdown|text|html and main_content: what is on the pages, in each index item, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from sitewalk import walk
+from sitewalk.pagereader import HELPER_MIN_BYTES
+from tests.conftest import LOOPBACK, allow_loopback, run_cli
+
+ARTICLE = """
+<h1>Tasks<a class="headerlink" href="#tasks" title="Link to this heading">¶</a></h1>
+<p>Run <em>many</em> things, see <a href="/other">the other page</a>.</p>
+<ul><li>first point</li><li>second point</li></ul>
+<table><tr><th>name</th><th>meaning</th></tr><tr><td>gather</td><td>wait for all</td></tr></table>
+<div class="highlight"><pre><span class="k">async</span> <span class="k">with</span> group:
+    <span class="n">task</span> = start()
+</pre></div>
+"""
+PAGE = ("<!DOCTYPE html><html><head><title>Tasks</title></head><body>"
+        "<header><a href='/'>Site name</a></header><nav><a href='/other'>Sidebar link</a></nav>"
+        f"<main>{ARTICLE}</main><footer>Copyright footer</footer></body></html>")
+SITE = {
+    "/": {"body": PAGE},
+    "/other": {"body": "<html><body><div class='sphinxsidebar'>Side</div><div class='body'><p>Other body</p>"
+                       "</div><div class='footer'>Foot</div></body></html>"},
+    "/notes.txt": {"content_type": "text/plain", "body": "  plain\ttext\n"},
+    "/logo.png": {"content_type": "image/png", "body": "PNG"},
+    "/gone": {"status": 404, "body": "<p>not here</p>"},
+}
+
+
+def index(make_site, tmp_path, *args: str) -> tuple[object, dict[str, dict]]:
+    site = make_site({**SITE, "/": {"body": PAGE.replace("</main>", "</main><a href='/notes.txt'>n</a>"
+                                                         "<a href='/logo.png'>l</a><a href='/gone'>g</a>")}})
+    result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "pages.jsonl", *allow_loopback(), *args,
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    return site, {item["url"].rsplit("/", 1)[1]: item for item in items}
+
+
+def test_markdown_holds_the_heading_list_table_link_and_indented_code(make_site, tmp_path):
+    site, items = index(make_site, tmp_path, "-a", "content=markdown")
+    markdown = items[""]["content"]
+    assert "# Tasks\n" in markdown and "¶" not in markdown
+    assert "Run *many* things, see [the other page](/other)." in markdown
+    assert "- first point\n- second point" in markdown
+    assert re.search(r"\| name +\| meaning +\|\n\| -+ \| -+ \|\n\| gather \| wait for all \|", markdown)
+    assert "```\nasync with group:\n    task = start()\n```" in markdown
+    # The whole page: its header, navigation and footer too.
+    assert "Sidebar link" in markdown and "Copyright footer" in markdown
+    # Text pages as they are, binary pages and error pages without content.
+    assert items["notes.txt"]["content"] == "  plain\ttext\n"
+    assert items["logo.png"]["content"] is None and items["gone"]["content"] is None
+    assert site.paths() == ["/", "/other", "/notes.txt", "/logo.png", "/gone"]
+
+
+def test_main_content_keeps_the_article_and_drops_navigation_header_and_footer(make_site, tmp_path):
+    _, items = index(make_site, tmp_path, "-a", "content=markdown", "-a", "main_content=true", "-a", "max_depth=0")
+    markdown = items[""]["content"]
+    assert markdown.startswith("# Tasks\n") and "```\nasync with group:\n    task = start()\n```" in markdown
+    for gone in ("Site name", "Sidebar link", "Copyright footer"):
+        assert gone not in markdown
+
+
+def test_text_is_one_line_per_block_with_pre_indentation(make_site, tmp_path):
+    _, items = index(make_site, tmp_path, "-a", "content=text", "-a", "main_content=true")
+    assert items[""]["content"] == "\n".join([
+        "Tasks", "Run many things, see the other page.", "first point", "second point", "name meaning",
+        "gather wait for all", "async with group:", "    task = start()",
+    ])
+    # A page without <main>: Sphinx's div.body is its main part.
+    assert items["other"]["content"] == "Other body"
+
+
+def test_html_is_the_decoded_body(make_site, tmp_path):
+    _, items = index(make_site, tmp_path, "-a", "content=html", "-a", "max_depth=0")
+    assert items[""]["content"].startswith("<!DOCTYPE html><html><head><title>Tasks</title>")
+
+
+def test_without_content_index_items_have_no_content_field(make_site, tmp_path):
+    _, items = index(make_site, tmp_path, "-a", "max_depth=0")
+    assert "content" not in items[""]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("-a", "content=pdf"), "content must be one of markdown, text, html, got 'pdf'"),
+    (("-a", "main_content=true"), "main_content chooses what content holds: give content=markdown"),
+    (("-a", "content=text", "-a", "grep=x"), "content is a field of index items"),
+])
+def test_content_arguments_are_checked_before_any_request(make_site, tmp_path, args, message):
+    site = make_site(SITE)
+    result = run_cli("-a", f"seed={site('/')}", *args, *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr
+    assert site.paths() == []
+
+
+def test_the_api_page_offers_the_same_content(make_site):
+    site = make_site(SITE)
+    pages = []
+    walk(site("/"), max_depth=0, delay=0, on_page=pages.append, settings=LOOPBACK)
+    page = pages[0]
+    assert "```\nasync with group:\n    task = start()\n```" in page.content("markdown", main_content=True)
+    assert page.content("text", main_content=True).startswith("Tasks\nRun many things")
+    assert page.content("html") == PAGE
+
+
+def test_large_pages_read_by_helper_processes_have_the_same_content(make_site, tmp_path):
+    filler = "<p>" + "filler words " * 2000 + "</p>"
+    assert len(filler) > HELPER_MIN_BYTES
+    big = PAGE.replace("</main>", filler + "</main>")
+    # Helpers start with the first large page and read those after it.
+    site = make_site({"/": {"body": big.replace("</main>", "".join(f"<a href='/{i}'>{i}</a>" for i in range(6))
+                                                + "</main>")},
+                      **{f"/{i}": {"body": big} for i in range(6)}})
+    result = run_cli("-a", f"seed={site('/')}", "-a", "content=markdown", "-a", "main_content=true",
+                     "-a", "delay=0", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = {item["url"]: item for item in map(json.loads, (tmp_path / "pages.jsonl").read_text().splitlines())}
+    assert items[site("/")]["content"].startswith("# Tasks\n")
+    for item in (items[site(f"/{i}")] for i in range(6)):
+        markdown = item["content"]
+        assert markdown.startswith("# Tasks\n") and "```\nasync with group:\n    task = start()\n```" in markdown
+        assert "Copyright footer" not in markdown and markdown.rstrip().endswith("filler words")
