@@ -384,3 +384,28 @@ def test_python_api(make_site, monkeypatch, capsys):
     exec(compile(code.replace(DOCS, site("/")), "README.md", "exec"), {})
     assert capsys.readouterr().out == "3 None []\n"
     assert site.paths() == ["/", "/api", "/guide"]
+
+
+def test_content_and_scope(make_site, tmp_path):
+    content, scope, sitemap = commands(section("What a walk delivers and where it goes"))
+    site = make_site(SITE)
+    result = run(on_site(content, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = jsonl(tmp_path / "pages.jsonl")
+    assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
+
+    site = make_site(SITE)
+    result = run(on_site(scope, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    # /guide/old is excluded; every page lists its links.
+    assert site.paths() == ["/", "/api", "/guide"]
+    items = jsonl(tmp_path / "pages.jsonl")
+    assert items[2]["links"] == [site("/guide/old")]
+    site = make_site({**SITE, "/robots.txt": {"content_type": "text/plain", "body": "Sitemap: {origin}/map.xml\n"},
+                      "/map.xml": {"content_type": "application/xml", "body": (
+                          '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                          "<url><loc>{origin}/orphan</loc></url></urlset>")},
+                      "/orphan": {"title": "Orphan"}})
+    result = run(on_site(sitemap, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert site.paths() == ["/", "/map.xml", "/api", "/guide", "/orphan"]
