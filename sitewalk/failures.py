@@ -54,11 +54,10 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from sitewalk.hints import Surface
-    from sitewalk.state import Budget
 
 __all__ = [
     "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "Refused", "RobotsDisallowed", "RobotsUnreachable", "WalkFailure",
-    "cut_off", "describe",
+    "describe", "timed_out", "too_large",
 ]
 
 KINDS = frozenset({
@@ -129,17 +128,13 @@ class Refused(WalkFailure):
         self.fix = ("SITEWALK_GUARD_ALLOW_NETWORKS", address)
 
 
-def cut_off(failure: Failure, request: Request, budget: Budget) -> tuple[str, str] | None:
-    """If the walk's budget cut this download short: the stop reason and the page's failure."""
-    if failure.check(DownloadTimeoutError, twisted_errors.TimeoutError) and budget.seconds_left() <= 0.05:
-        return "deadline", f"cut off at the deadline (deadline={budget.deadline:g}s)"
-    if request.meta.get("sitewalk_budget_maxsize") and _too_large(failure):
-        left = budget.bytes_left()
-        return "max-bytes", f"cut off at max_bytes (max_bytes={budget.max_bytes}, {left} left for this page)"
-    return None
+def timed_out(failure: Failure) -> bool:
+    """Whether the download ended at its timeout."""
+    return bool(failure.check(DownloadTimeoutError, twisted_errors.TimeoutError))
 
 
-def _too_large(failure: Failure) -> bool:
+def too_large(failure: Failure) -> bool:
+    """Whether the download was cut at its size limit."""
     exc = failure.value
     return bool(failure.check(DownloadCancelledError, CancelledError)) or (
         isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, _DecompressionMaxSizeExceeded)
@@ -157,7 +152,7 @@ def describe(failure: Failure, request: Request) -> Failed:
         return Failed("refused", "connection refused")
     if isinstance(exc, (CannotResolveHostError, twisted_errors.DNSLookupError)):
         return Failed("dns", f"DNS lookup failed: no address for {urlparse_cached(request).hostname}")
-    if request.meta.get("download_maxsize") and _too_large(failure):
+    if request.meta.get("download_maxsize") and too_large(failure):
         return Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={request.meta.get('download_maxsize')})")
     if type(exc) is IgnoreRequest and request.meta.get("redirect_ttl") == 0:
         # Scrapy's RedirectMiddleware raises a bare IgnoreRequest when a chain has used up its

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
+from sitewalk.failures import timed_out, too_large
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.items import human_bytes
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Self
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
 
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
@@ -75,6 +78,15 @@ class Budget:
     def spend(self, byte_count: int) -> None:
         """Bytes fetched that are not a page (a sitemap file): they count in max_bytes only."""
         self.bytes += byte_count
+
+    def cut_off(self, failure: Failure, request: Request) -> tuple[str, str] | None:
+        """If the budget cut this download short: the stop reason and the page's failure."""
+        if timed_out(failure) and self.seconds_left() <= 0.05:
+            return "deadline", f"cut off at the deadline (deadline={self.deadline:g}s)"
+        if request.meta.get("sitewalk_budget_maxsize") and too_large(failure):
+            left = self.bytes_left()
+            return "max-bytes", f"cut off at max_bytes (max_bytes={self.max_bytes}, {left} left for this page)"
+        return None
 
     def exhausted(self) -> str | None:
         """The limit the walk has reached, as a stop reason; None while there is budget left."""

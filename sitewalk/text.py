@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 from html.entities import html5 as html5_entities
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from weakref import WeakKeyDictionary
 
 from sitewalk.links import UTF8_CHARSETS, parse_html
@@ -15,9 +15,25 @@ if TYPE_CHECKING:
 
     from selectolax.lexbor import LexborHTMLParser
 
-    from sitewalk.items import Page
+__all__ = ["Absence", "PageLike", "is_plain_text", "page_lines", "plain_lines", "visible_lines"]
 
-__all__ = ["Absence", "page_lines", "plain_lines", "visible_lines"]
+
+class PageLike(Protocol):
+    """What the text rules read of a page (:class:`sitewalk.items.Page` is one)."""
+
+    content_type: str | None
+    encoding: str | None
+    body: bytes
+    lines: list[str] | None
+
+    @property
+    def is_html(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def tree(self) -> LexborHTMLParser | None: ...
 
 # Rendered as blocks (HTML's default style sheet): their start and end break the line.
 _BLOCKS = frozenset({
@@ -50,7 +66,7 @@ _BREAK = "\ue000"
 _PRE_LINE = "\ue001"
 
 
-def page_lines(page: Page) -> list[str] | None:
+def page_lines(page: PageLike) -> list[str] | None:
     """The lines grep searches in ``page``, or None when the page is not text.
 
     HTML pages give :func:`visible_lines` (of the tree the walk already parsed, when there is
@@ -104,7 +120,7 @@ class Absence:
         # In bytes, case is ignored by looking for the lower case word in lower case bytes.
         self._pieces = _Pieces(word, flags, in_bytes=False)
         self._pieces_bytes = _Pieces(word.lower() if flags else word, 0, in_bytes=True)
-        self._known: WeakKeyDictionary[Page, bool] = WeakKeyDictionary()
+        self._known: WeakKeyDictionary[PageLike, bool] = WeakKeyDictionary()
 
     @classmethod
     def of(cls, pattern: str, *, fixed_strings: bool, ignore_case: bool) -> Absence | None:
@@ -117,14 +133,14 @@ class Absence:
             return None
         return cls(max(words, key=len), re.IGNORECASE if ignore_case else 0)
 
-    def proven(self, page: Page) -> bool:
+    def proven(self, page: PageLike) -> bool:
         """True when no line of ``page`` (any page grep searches) can hold the word."""
         known = self._known.get(page)
         if known is None:
             known = self._known[page] = self._proven(page)
         return known
 
-    def _proven(self, page: Page) -> bool:
+    def _proven(self, page: PageLike) -> bool:
         if not page.is_html:
             if is_plain_text(page.content_type):
                 return re.search(re.escape(self._word), page.text, self._flags) is None

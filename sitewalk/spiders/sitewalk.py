@@ -8,7 +8,7 @@ from scrapy import Request, Spider, signals
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
-from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, cut_off, describe
+from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
@@ -165,7 +165,7 @@ class SitewalkSpider(Spider):
             if isinstance(exc, RobotsUnreachable) and exc.kind in HOST_KINDS:
                 self._failed(request, url, exc.failed)
                 return
-        cut = cut_off(failure, request, walk.budget)
+        cut = walk.budget.cut_off(failure, request)
         if cut is not None:
             walk.stop(cut[0], left_unfetched=True)
         self._failed(request, url, Failed("budget", cut[1]) if cut is not None else describe(failure, request))
