@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -92,11 +93,14 @@ SITE = {
 
 async def test_tools_are_listed_with_typed_bounded_described_parameters(server: Server) -> None:
     tools = {tool.name: tool for tool in (await server.session.list_tools()).tools}
-    assert set(tools) == {"web_crawl", "web_grep"}
+    assert set(tools) == {"web_fetch", "web_crawl", "web_grep"}
 
     crawl = tools["web_crawl"].input_schema
-    assert crawl["required"] == ["url"]
-    assert set(crawl["properties"]) == {"url", "max_depth", "max_pages", "deadline", "max_bytes"}
+    # url is required unless a cursor continues an output: the walk says so (see the cursor tests).
+    assert "required" not in crawl
+    assert set(crawl["properties"]) == {
+        "url", "cursor", "max_depth", "max_pages", "deadline", "max_bytes", "include", "exclude", "no_parent", "sitemap",
+    }
     # The bounds are the server's maxima (--max-pages 30, the defaults for the others).
     assert crawl["properties"]["max_pages"] | {"description": ""} == {
         "type": "integer", "default": 20, "minimum": 1, "maximum": MAX_PAGES, "title": "Max Pages", "description": "",
@@ -108,27 +112,63 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert all(spec.get("description") for spec in crawl["properties"].values())
 
     grep = tools["web_grep"].input_schema
-    assert grep["required"] == ["url", "pattern"]
-    assert {"pattern", "max_matches", "ignore_case", "context", "fixed_strings"} <= set(grep["properties"])
+    assert "required" not in grep
+    assert set(grep["properties"]) == set(crawl["properties"]) | {
+        "pattern", "max_matches", "ignore_case", "context", "fixed_strings",
+    }
     assert grep["properties"]["max_matches"]["default"] == 50
     assert grep["properties"]["max_matches"]["maximum"] == 500
     assert grep["properties"]["ignore_case"]["type"] == "boolean"
     assert grep["properties"]["max_pages"]["maximum"] == MAX_PAGES
     assert all(spec.get("description") for spec in grep["properties"].values())
 
+    fetch = tools["web_fetch"].input_schema
+    assert fetch["required"] == ["url"]
+    assert set(fetch["properties"]) == {"url", "start_index", "max_length", "main_content"}
+    assert fetch["properties"]["max_length"]["maximum"] == 20_000
+    assert fetch["properties"]["max_length"]["default"] == 10_000
+    assert fetch["properties"]["main_content"]["default"] is True
+    assert all(spec.get("description") for spec in fetch["properties"].values())
+    assert {"final_url", "status", "title", "next_start_index"} <= set(tools["web_fetch"].output_schema["properties"])  # type: ignore[index]
+
     for tool in tools.values():
         assert tool.description
         assert tool.annotations is not None and tool.annotations.read_only_hint
         assert tool.output_schema is not None
-        assert {"fetched", "stopped", "failures", "robots_skipped", "unvisited"} <= set(tool.output_schema["properties"])
+    for tool in (tools["web_crawl"], tools["web_grep"]):
+        assert tool.output_schema is not None
+        assert {"fetched", "stopped", "failures", "robots_skipped", "unvisited", "unvisited_total"} <= set(
+            tool.output_schema["properties"]
+        )
 
 
-async def test_a_budget_above_the_servers_maximum_is_rejected_before_any_request(server: Server, make_site: Any) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("web_crawl", {"max_pages": MAX_PAGES + 1},
+         f"max_pages={MAX_PAGES + 1} is above this server's limit of {MAX_PAGES} (sitewalk-mcp --max-pages)"),
+        ("web_grep", {"pattern": "x", "max_matches": 501},
+         "max_matches=501 is above this server's limit of 500 (sitewalk-mcp --max-matches)"),
+        ("web_grep", {"pattern": "x", "context": 11}, "context=11 is above the limit of 10"),
+        ("web_fetch", {"max_length": 20_001},
+         "max_length=20001 is above this server's limit of 20000 (sitewalk-mcp --max-output-chars)"),
+        ("web_crawl", {"max_pages": 0}, "max_pages=0 must be >= 1"),
+        ("web_crawl", {"max_depth": "deep"}, 'max_depth="deep" must be a whole number'),
+        ("web_crawl", {"no_parent": "maybe"}, 'no_parent="maybe" must be true or false'),
+        ("web_crawl", {"max_page": 5}, "unknown parameter 'max_page' (did you mean max_pages?)"),
+        ("web_grep", {"pattern": ""}, "pattern is empty"),
+        ("web_crawl", {"include": "("},
+         "include '(' is not a valid regular expression: missing ), unterminated subpattern at position 0"),
+    ],
+    ids=["max_pages", "max_matches", "context", "max_length", "minimum", "type", "bool", "unknown", "empty", "regex"],
+)
+async def test_bad_arguments_are_one_line_naming_the_parameter_and_the_limit(
+    server: Server, make_site: Any, tool: str, arguments: dict[str, Any], message: str
+) -> None:
     site = make_site(SITE)
-    result = await server.call("web_crawl", url=site("/"), max_pages=MAX_PAGES + 1)
+    result = await server.call(tool, url=site("/"), **arguments)
     assert result.is_error
-    assert "max_pages" in text(result)
-    assert f"less than or equal to {MAX_PAGES}" in text(result)
+    assert text(result) == f"Error executing tool {tool}: {message}"
     assert site.requests() == []
 
 
@@ -420,22 +460,49 @@ async def test_environment_options_and_the_output_cap(tmp_path: Path, make_site:
         tools = {tool.name: tool for tool in (await running.session.list_tools()).tools}
         assert tools["web_crawl"].input_schema["properties"]["max_pages"]["maximum"] == 26
         result = await running.call("web_crawl", url=site("/"), max_pages=26)
+        parts = [result, *await _continuations(running, "web_crawl", result)]
     assert not result.is_error
     # ROBOTSTXT_OBEY=false: the disallowed page was fetched; USER_AGENT reached the server.
-    assert site.paths() == ["/", *links]
     assert {entry["headers"]["User-Agent"] for entry in site.requests()} == {"mcp-test-agent/1.0"}
     assert result.structured_content["fetched"] == 26  # type: ignore[index]
-    output = text(result)
-    assert len(output) <= 1000
-    lines = output.splitlines()
-    shown = [line for line in lines if line.startswith(site.url)]
-    assert 0 < len(shown) < 26
-    assert lines[: len(shown)] == [line for line in lines if " bytes — " in line]
-    assert any(line.startswith("26 pages, ") for line in lines)
+    assert len(parts) > 2
+    for part in parts:
+        assert _result_size(part) <= 1000
+        assert part.structured_content == result.structured_content
+    first = text(result).splitlines()
+    shown = [line for line in first if line.startswith(site.url)]
+    assert first[: len(shown)] == [line for line in first if " bytes — " in line]
+    assert any(line.startswith("26 pages, ") for line in first)
     assert _notes(result) == [
-        f"output cut at this server's limit of 1000 characters: showing the first {len(shown)} of 26 pages. "
-        "Narrow the request (lower max_pages or max_depth, or start from a deeper URL) to see the rest."
+        f"output cut at this server's limit of 1000 characters: showing pages 1-{len(shown)} of 26. For the next "
+        f"part, call web_crawl with cursor=\"{_cursor_of(result)}\" (no other arguments needed); or narrow the "
+        "request (lower max_pages or max_depth, give include or exclude, or start from a deeper URL)."
     ]
+    # The parts together list every page once, in fetch order; the site was walked once.
+    listed = [line.split()[0] for part in parts for line in text(part).splitlines() if line.startswith(site.url)]
+    assert listed == [site(path) for path in ["/", *links]]
+    assert site.paths() == ["/", *links]
+
+
+def _cursor_of(result: CallToolResult) -> str | None:
+    found = re.search(r'with cursor="([^"]+)"', text(result))
+    return found.group(1) if found else None
+
+
+async def _continuations(server: Server, tool: str, result: CallToolResult) -> list[CallToolResult]:
+    """The parts that follow ``result``, by the cursor each part names."""
+    parts = []
+    while (cursor := _cursor_of(result)) is not None:
+        result = await server.call(tool, cursor=cursor)
+        assert not result.is_error, text(result)
+        parts.append(result)
+        assert len(parts) < 100, "the cursors do not come to an end"
+    return parts
+
+
+def _result_size(result: CallToolResult) -> int:
+    """What the output cap counts of a result: its text and its structured content's JSON."""
+    return len(text(result)) + len(json.dumps(result.structured_content, ensure_ascii=False))
 
 
 # -- stdout is the protocol's; the process ends when the client hangs up --------------------------
@@ -495,3 +562,216 @@ def test_a_bad_network_option_names_the_option(tmp_path: Path) -> None:
         "sitewalk-mcp: error: --allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS): '127.0.0.1/33' is not an IP "
         "network (use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"
     )
+
+
+# -- web_fetch: one page, as Markdown, paged by start_index ------------------------------------
+
+ARTICLE = {
+    "title": "Guide",
+    "body": "<nav><a href='/menu'>Menu link</a></nav><p>First paragraph of the guide.</p>"
+            "<h2>Details</h2><p>Second paragraph with <em>emphasis</em>.</p>",
+}
+
+
+async def test_web_fetch_returns_the_page_as_markdown_with_its_status_and_title(server: Server, make_site: Any) -> None:
+    site = make_site({"/guide": ARTICLE, "/moved": {"status": 301, "headers": {"Location": "/guide"}}})
+    result = await server.call("web_fetch", url=site("/moved"))
+    assert not result.is_error
+    content, _, note = text(result).partition("\n\nNote: ")
+    assert content == (
+        "# Guide\n\nFirst paragraph of the guide.\n\n## Details\n\nSecond paragraph with *emphasis*.\n"
+    )
+    assert note == f"{site('/moved')} redirected to {site('/guide')}."
+    assert result.structured_content == {
+        "url": site("/moved"), "final_url": site("/guide"), "status": 200, "content_type": "text/html",
+        "title": "Guide", "bytes": result.structured_content["bytes"], "length": len(content),  # type: ignore[index]
+        "start_index": 0, "next_start_index": None,
+    }
+    # One walk of one page: robots.txt, the page and its redirect, nothing it links to.
+    assert site.paths() == ["/moved", "/guide"]
+
+    whole = await server.call("web_fetch", url=site("/guide"), main_content=False)
+    assert "[Menu link](/menu)" in text(whole)
+
+
+async def test_web_fetch_in_two_parts_by_start_index_gives_the_whole_page(server: Server, make_site: Any) -> None:
+    paragraphs = "".join(f"<p>Paragraph number {n} of a long page.</p>" for n in range(40))
+    site = make_site({"/long": {"title": "Long", "body": paragraphs}})
+    whole = await server.call("web_fetch", url=site("/long"))
+    content = text(whole)
+    assert "Note:" not in content
+    length = len(content) // 2 + 10
+
+    first = await server.call("web_fetch", url=site("/long"), max_length=length)
+    part, _, note = text(first).partition("\n\nNote: ")
+    assert len(part) == length
+    assert note == (
+        f"the content is cut at character {length} of {len(content)}. For the next part, call web_fetch with "
+        f'url="{site("/long")}" and start_index={length}.'
+    )
+    assert first.structured_content["next_start_index"] == length  # type: ignore[index]
+    second = await server.call("web_fetch", url=site("/long"), start_index=length, max_length=length)
+    assert "Note:" not in text(second)
+    assert second.structured_content["next_start_index"] is None  # type: ignore[index]
+    assert part + text(second) == content
+    assert content.startswith("# Long\n\nParagraph number 0 of a long page.")
+    assert site.paths() == ["/long"] * 3
+
+    past = await server.call("web_fetch", url=site("/long"), start_index=len(content))
+    assert past.is_error
+    assert text(past).endswith(f"start_index={len(content)} is past the end of the page's content ({len(content)} characters)")
+
+
+async def test_web_fetch_of_text_binary_and_error_pages(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/notes.txt": {"content_type": "text/plain", "body": "line one\n  line <two>\n"},
+        "/logo.png": {"content_type": "image/png", "size": 64},
+    })
+    result = await server.call("web_fetch", url=site("/notes.txt"))
+    assert text(result) == "line one\n  line <two>\n"
+
+    result = await server.call("web_fetch", url=site("/logo.png"))
+    assert not result.is_error
+    assert text(result) == "\n\nNote: the page is image/png (64 bytes), not text: there is no content to show."
+    assert result.structured_content["length"] is None  # type: ignore[index]
+
+    result = await server.call("web_fetch", url=site("/missing"))
+    assert result.structured_content["status"] == 404  # type: ignore[index]
+    assert "Note: the server answered HTTP 404: the content is that answer's." in text(result)
+    assert text(result).startswith("# Not found") or "not found" in text(result)
+    assert site.paths() == ["/notes.txt", "/logo.png", "/missing"]
+
+
+async def test_web_fetch_errors_name_what_would_change_them(server: Server, make_site: Any) -> None:
+    refused = make_site({"/": ARTICLE}, host="127.0.0.2")
+    result = await server.call("web_fetch", url=refused("/"))
+    assert result.is_error
+    assert text(result).endswith(
+        f"url {refused('/')} could not be fetched: refused address 127.0.0.2 (not a public address); "
+        "this server's operator can fetch it by starting the server with --allow-networks 127.0.0.2"
+    )
+    assert refused.requests() == []
+
+    site = make_site({"/private": ARTICLE, "/robots.txt": {"content_type": "text/plain",
+                                                          "body": "User-agent: *\nDisallow: /private\n"}})
+    result = await server.call("web_fetch", url=site("/private"))
+    assert result.is_error
+    assert "robots.txt" in text(result)
+    assert text(result).endswith("this server's operator can fetch it by starting the server with --no-robots")
+    assert [entry["path"] for entry in site.requests()] == ["/robots.txt"]
+
+    result = await server.call("web_fetch", url=f"http://127.0.0.1:{closed_port()}/page")
+    assert result.is_error
+    assert text(result).endswith("connection refused; nothing listens at that host and port: check the URL")
+
+
+# -- long outputs continue by cursor; structured content is bounded ------------------------------
+
+
+@pytest.fixture(scope="module")
+async def small(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
+    """A server with a small output cap and a cursor memory that holds one or two cut outputs."""
+    workdir = tmp_path_factory.mktemp("mcp-small")
+    options = ["--allow-networks", ALLOW, "--delay", "0", "--max-output-chars", "1500", "--cursor-memory", "6000"]
+    async with serve(workdir, *options) as running:
+        yield running
+
+
+def _matches(results: list[CallToolResult], site: Any) -> list[tuple[str, str]]:
+    """(page, matching line) of each ``N: line`` in the parts, the page named by the lines above it."""
+    found = []
+    page = ""
+    for result in results:
+        for line in text(result).splitlines():
+            if line.startswith(site.url):
+                page = line.removesuffix(" (continued)")
+            elif re.match(r"  \d+: ", line):
+                found.append((page, line.strip()))
+    return found
+
+
+async def test_a_cut_web_grep_continued_by_its_cursor_gives_every_match_once(small: Server, make_site: Any) -> None:
+    pages = [f"/p{n}" for n in range(6)]
+    spec: dict[str, Any] = {"/": {"title": "Home", "links": pages}}
+    spec.update({
+        page: {"title": f"Page {page}", "body": "".join(f"<p>needle {page} line {n} among words</p><p>hay</p>" for n in range(8))}
+        for page in pages
+    })
+    site = make_site(spec)
+    result = await small.call("web_grep", url=site("/"), pattern="needle", context=1, max_matches=100)
+    assert not result.is_error
+    parts = [result, *await _continuations(small, "web_grep", result)]
+    assert len(parts) >= 3
+    assert all(_result_size(part) <= 1500 for part in parts)
+    expected = [(site(page), f"{2 * n + 2}: needle {page} line {n} among words") for page in pages for n in range(8)]
+    assert _matches(parts, site) == expected
+    assert "48 matching lines on 6 of 7 pages" in text(result)
+    # Continuing walked nothing again: each page was fetched once.
+    assert site.paths() == ["/", *pages]
+
+
+async def test_an_unknown_or_expired_cursor_says_to_walk_again(small: Server, make_site: Any) -> None:
+    result = await small.call("web_crawl", cursor="0000-12")
+    assert result.is_error
+    assert text(result).endswith(
+        "cursor '0000-12' is unknown or expired (this server keeps the cut outputs of its recent walks up to "
+        "sitewalk-mcp --cursor-memory 6000 characters): call web_crawl again without cursor to walk again"
+    )
+    links = [f"/page-with-a-long-name-{n}" for n in range(40)]
+    site = make_site({"/": {"title": "Home", "links": links}, **{link: {"title": link} for link in links}})
+    first = await small.call("web_crawl", url=site("/"), max_pages=41)
+    cursor = _cursor_of(first)
+    assert cursor is not None
+    wrong = await small.call("web_grep", cursor=cursor)
+    assert wrong.is_error
+    assert text(wrong).endswith(f"cursor {cursor!r} continues a web_crawl output: call web_crawl with it")
+    # Two more cut walks need the memory the first one held: its cursor expires.
+    for _ in range(2):
+        assert _cursor_of(await small.call("web_crawl", url=site("/"), max_pages=41)) is not None
+    expired = await small.call("web_crawl", cursor=cursor)
+    assert expired.is_error
+    assert "is unknown or expired" in text(expired)
+    assert site.paths().count("/") == 3
+
+
+async def test_structured_content_lists_are_cut_with_their_totals(small: Server, make_site: Any) -> None:
+    links = [f"/unvisited-page-with-a-longer-name-{n}" for n in range(60)]
+    site = make_site({"/": {"title": "Home", "links": links}})
+    result = await small.call("web_crawl", url=site("/"), max_pages=2)
+    assert not result.is_error
+    report = result.structured_content
+    assert report is not None
+    assert report["stopped"] == "max-pages"
+    assert report["unvisited_total"] == 59
+    assert 0 < len(report["unvisited"]) < 20
+    assert report["unvisited"] == [site(link) for link in links[1:1 + len(report["unvisited"])]]
+    assert _result_size(result) <= 1500
+    assert "59 known pages left unfetched" in text(result)
+    assert site.paths() == ["/", links[0]]
+
+
+# -- scope: the same choices as a walk -----------------------------------------------------------
+
+
+async def test_web_crawl_and_web_grep_take_the_scope_arguments(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/docs/": {"title": "Docs", "links": ["/docs/a", "/docs/skip", "/blog/post", "/"]},
+        "/docs/a": {"title": "A", "body": "<p>word</p>"},
+        "/docs/skip": {"title": "Skip", "body": "<p>word</p>"},
+        "/blog/post": {"title": "Post", "body": "<p>word</p>"},
+        "/": {"title": "Root"},
+        "/hidden": {"title": "Hidden", "body": "<p>word</p>"},
+        "/robots.txt": {"content_type": "text/plain", "body": "Sitemap: {origin}/sitemap.xml\n"},
+        "/sitemap.xml": {"content_type": "application/xml", "body":
+                         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                         "<url><loc>{origin}/hidden</loc></url></urlset>"},
+    })
+    result = await server.call("web_crawl", url=site("/docs/"), no_parent=True, exclude="skip")
+    assert site.paths() == ["/docs/", "/docs/a"]
+    assert result.structured_content["out_of_scope"] == 3  # type: ignore[index]
+    assert "3 links on the site not followed: include, exclude or no_parent left them out." in _notes(result)
+
+    result = await server.call("web_grep", url=site("/"), pattern="word", context=0, sitemap=True, include="hidden")
+    assert "Hidden" not in text(result).splitlines()[0]
+    assert [line for line in text(result).splitlines() if line.startswith(site.url)] == [site("/hidden")]
+    assert site.paths()[2:] == ["/", "/sitemap.xml", "/hidden"]

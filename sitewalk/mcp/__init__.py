@@ -1,4 +1,4 @@
-"""sitewalk-mcp: the walk as two MCP tools, web_crawl and web_grep, served over stdio."""
+"""sitewalk-mcp: the walk as MCP tools (web_fetch, web_crawl, web_grep), served over stdio."""
 
 from __future__ import annotations
 

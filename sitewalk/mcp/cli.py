@@ -30,10 +30,12 @@ _NUMBERS: tuple[tuple[str, type, str | None, str], ...] = (
     ("max_deadline", float, "deadline", "largest deadline (seconds) a call may ask for"),
     ("max_bytes", int, "max_bytes", "largest max_bytes a call may ask for"),
     ("max_matches", int, "max_matches", "largest max_matches a web_grep call may ask for"),
-    ("max_output_chars", int, None, "most characters of text a call returns"),
+    ("max_output_chars", int, None, "most characters a call returns, text and structured content"),
+    ("cursor_memory", int, None, "most characters of cut outputs the server keeps for their cursors"),
 )
-# The smallest output cap: room for the summary and the notices.
-_MIN_OUTPUT_CHARS = 1000
+# The smallest values of the options that bound no walk argument: an output cap with room for the
+# summary and the notices; a cursor memory of 0 keeps nothing (a cut output then has no cursor).
+_MINIMA = {"max_output_chars": 1000, "cursor_memory": 0}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     defaults = ServerOptions()
     parser = argparse.ArgumentParser(
         prog="sitewalk-mcp",
-        description="Serve sitewalk's web_crawl and web_grep tools over MCP (stdio). Every option "
+        description="Serve sitewalk's web_fetch, web_crawl and web_grep tools over MCP (stdio). Every option "
         "can also be set by the environment variable named in its help.",
     )
     parser.add_argument(
@@ -63,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         default = getattr(defaults, field)
         parser.add_argument(
             "--" + field.replace("_", "-"),
-            type=_bounded(kind, walk_argument),
+            type=_bounded(kind, walk_argument, _MINIMA.get(field)),
             default=env(name, str(default)),
             help=f"{what} (env {name}; default {default})",
         )
@@ -77,12 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _bounded(kind: type, walk_argument: str | None) -> Any:
+def _bounded(kind: type, walk_argument: str | None, minimum: int | None) -> Any:
     def convert(text: str) -> Any:
         value = kind(text)
         if walk_argument is None:
-            if value < _MIN_OUTPUT_CHARS:
-                raise argparse.ArgumentTypeError(f"must be >= {_MIN_OUTPUT_CHARS}, got {text}")
+            if minimum is not None and value < minimum:
+                raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
             return value
         try:
             argument(walk_argument).check(walk_argument, value)

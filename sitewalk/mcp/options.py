@@ -7,7 +7,18 @@ from typing import Any
 
 from sitewalk.config import WalkConfig
 
-__all__ = ["ServerOptions"]
+__all__ = ["LIMITS", "ServerOptions"]
+
+# The tools' parameters whose maximum is a server option: parameter -> ServerOptions field
+# (the option is --FIELD-NAME).
+LIMITS = {
+    "max_depth": "max_depth",
+    "max_pages": "max_pages",
+    "deadline": "max_deadline",
+    "max_bytes": "max_bytes",
+    "max_matches": "max_matches",
+    "max_length": "max_output_chars",
+}
 
 
 @dataclass(frozen=True)
@@ -17,6 +28,8 @@ class ServerOptions:
     ``max_*`` are the largest budgets a call may request: the tools' input schemas carry them as
     ``maximum``, so a call above one is rejected before anything is fetched. ``delay`` is the
     pause between requests (politeness is the operator's choice, not the model's).
+    ``max_output_chars`` bounds a call's whole result, text and structured content;
+    ``cursor_memory`` the characters of cut walk outputs kept for their cursors.
     """
 
     allow_networks: str | None = None
@@ -29,6 +42,7 @@ class ServerOptions:
     max_bytes: int = 50_000_000
     max_matches: int = 500
     max_output_chars: int = 20_000
+    cursor_memory: int = 5_000_000
 
     def settings(self) -> dict[str, Any]:
         """The Scrapy settings every walk of this server runs with."""
@@ -38,3 +52,10 @@ class ServerOptions:
         if self.user_agent:
             settings["USER_AGENT"] = self.user_agent
         return settings
+
+    def limit(self, parameter: str) -> tuple[float, str] | None:
+        """This server's maximum of the tools' ``parameter`` and the option that sets it, if one does."""
+        field = LIMITS.get(parameter)
+        if field is None:
+            return None
+        return getattr(self, field), "--" + field.replace("_", "-")

@@ -1,14 +1,16 @@
-"""The MCP server: web_crawl and web_grep, typed and bounded, over the same walk as the CLI."""
+"""The MCP server: web_fetch, web_crawl and web_grep, typed and bounded, over the same walk as the CLI."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
 
 from sitewalk import __version__
 from sitewalk.api import grep_async, walk_async
@@ -16,12 +18,27 @@ from sitewalk.config import WalkConfig, argument
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.failures import KINDS
 from sitewalk.items import Page
+from sitewalk.mcp.cursors import Cursors, Output
 from sitewalk.mcp.options import ServerOptions
-from sitewalk.mcp.text import MCP, count, grep_lines, index_line, report_notices, result, seed_error
+from sitewalk.mcp.text import (
+    LISTED,
+    MCP,
+    argument_errors,
+    bounded_report,
+    count,
+    grep_lines,
+    index_lines,
+    page_text,
+    report_notices,
+    result,
+    seed_error,
+    size,
+)
 
 __all__ = ["build_server"]
 
 _T = TypeVar("_T")
+_LISTED = f"At most {LISTED} (fewer when the output cap needs the room)"
 
 
 class WalkFailure(BaseModel):
@@ -42,7 +59,7 @@ class SeedFailure(BaseModel):
 
 
 class WalkReport(BaseModel):
-    """The walk's report, as ``scrapy crawl sitewalk -a report=...`` writes it."""
+    """The walk's report, as ``scrapy crawl sitewalk -a report=...`` writes it, its lists cut short."""
 
     seed: str = Field(description="The URL the walk started from.")
     origin: str | None = Field(description="scheme://host[:port] of the seed's final URL; only it was walked.")
@@ -54,30 +71,95 @@ class WalkReport(BaseModel):
     error: SeedFailure | None = Field(
         default=None, description="Why the start URL could not be fetched; null when it was."
     )
-    failures: list[WalkFailure] = Field(description="Pages that could not be fetched, with the reason.")
-    robots_skipped: list[str] = Field(description="Pages not fetched because robots.txt disallows them.")
-    unvisited: list[str] = Field(description="Known pages within max_depth that a stop left unfetched.")
+    failures: list[WalkFailure] = Field(
+        description=f"Pages that could not be fetched, with the reason. {_LISTED}; failures_total counts them all."
+    )
+    failures_total: int = Field(description="How many pages could not be fetched.")
+    robots_skipped: list[str] = Field(
+        description=f"Pages not fetched because robots.txt disallows them. {_LISTED}; robots_skipped_total counts "
+        "them all."
+    )
+    robots_skipped_total: int = Field(description="How many pages robots.txt kept out.")
+    unvisited: list[str] = Field(
+        description=f"Known pages within max_depth that a stop left unfetched. {_LISTED}; unvisited_total counts "
+        "them all."
+    )
+    unvisited_total: int = Field(description="How many known pages a stop left unfetched.")
+    out_of_scope: int = Field(description="Links on the origin that include, exclude or no_parent left out.")
+    sitemaps: list[str] = Field(description=f"The sitemap files read (sitemap=true). {_LISTED}.")
+    sitemaps_total: int = Field(description="How many sitemap files were read.")
     bytes: int = Field(description="Body bytes fetched.")
     elapsed_s: float = Field(description="Seconds the walk took.")
 
 
+class FetchResult(BaseModel):
+    """The page web_fetch fetched, and which part of its content the text holds."""
+
+    url: str = Field(description="The URL asked for.")
+    final_url: str = Field(description="The page's URL after redirects.")
+    status: int = Field(description="The HTTP status of the answer.")
+    content_type: str | None = Field(description="Its media type, e.g. text/html.")
+    title: str | None = Field(description="The page's title (HTML pages).")
+    bytes: int = Field(description="Body bytes fetched.")
+    length: int | None = Field(description="Characters of the page's content; null when it is not text.")
+    start_index: int = Field(description="Where the text's part of the content starts.")
+    next_start_index: int | None = Field(
+        description="The start_index of the next part; null when the text holds the content to its end."
+    )
+
+
+class _Server(MCPServer):
+    """An MCP server whose argument errors are one line for the model: each parameter as it was
+    given, the server option behind a maximum (not pydantic's validation report); an argument the
+    tool does not take is an error too, not silently dropped."""
+
+    def __init__(self, options: ServerOptions, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.options = options
+        self.parameters: dict[str, list[str]] = {}
+
+    def add_read_only_tool(self, fn: Callable[..., Any], name: str, title: str) -> None:
+        """Add the tool ``fn`` (its context parameter named ``ctx``), read-only on an open world."""
+        self.parameters[name] = [parameter for parameter in inspect.signature(fn).parameters if parameter != "ctx"]
+        self.add_tool(fn, name=name, title=title, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = self.parameters.get(name)
+        unknown = sorted(set(arguments) - set(known)) if known is not None else []
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known or [], n=1)
+            hint = f"did you mean {close[0]}?" if close else f"{name} takes {', '.join(known or [])}"
+            raise ToolError(f"Error executing tool {name}: unknown parameter {unknown[0]!r} ({hint})")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # The SDK validates the arguments against the tool's schema before the tool runs, and
+            # raises its ToolError from pydantic's error: read it here, where the SDK hands it on.
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(
+                    f"Error executing tool {name}: {argument_errors(exc.__cause__, self.options)}"
+                ) from exc.__cause__
+            raise
+
+
 def build_server(options: ServerOptions) -> MCPServer:
-    """The MCP server with the two tools, their bounds taken from ``options``."""
-    server = MCPServer(
-        "sitewalk",
+    """The MCP server with the three tools, their bounds taken from ``options``."""
+    server = _Server(
+        options,
+        name="sitewalk",
         version=__version__,
         instructions=(
             "web_crawl lists the pages of one web site (same origin as the URL, breadth first); "
-            "web_grep searches their visible text line by line. Both fetch only what the budgets "
-            "allow and say in notices what was skipped or cut and which parameter changes it."
+            "web_grep searches their visible text line by line; web_fetch reads one page as Markdown. "
+            "All fetch only what the budgets allow and say in notices what was skipped or cut and "
+            "which parameter changes it; a cut listing names a cursor that continues it."
         ),
     )
-    hints = ToolAnnotations(read_only_hint=True, open_world_hint=True)
-    server.add_tool(_web_crawl(options), name="web_crawl", title="Crawl a web site", annotations=hints)
-    server.add_tool(_web_grep(options), name="web_grep", title="Search a web site's text", annotations=hints)
+    cursors = Cursors(options.cursor_memory)
+    server.add_read_only_tool(_web_fetch(options), "web_fetch", "Read a web page")
+    server.add_read_only_tool(_web_crawl(options, cursors), "web_crawl", "Crawl a web site")
+    server.add_read_only_tool(_web_grep(options, cursors), "web_grep", "Search a web site's text")
     return server
-
-
 # -- the tools ------------------------------------------------------------------------------------
 # Lines of context a web_grep call may ask for around each match.
 _MAX_CONTEXT = 10
@@ -85,10 +167,21 @@ _MAX_CONTEXT = 10
 # schema the model reads is the schema a call is validated against.
 
 
-def _url() -> Any:
+def _url(required: bool = True) -> Any:
+    description = (
+        "The http(s) URL to start from. Only pages on its origin (scheme, host, port) are walked; links to "
+        "other sites are not followed."
+    )
+    if required:
+        return Field(description=description)
+    return Field(default=None, description=description + " Required unless cursor is given.")
+
+
+def _cursor() -> Any:
     return Field(
-        description="The http(s) URL to start from. Only pages on its origin (scheme, host, port) "
-        "are walked; links to other sites are not followed."
+        default=None,
+        description="The cursor a cut output's notice names: returns the next part of that walk's output, "
+        "without walking again (the other parameters are then not needed).",
     )
 
 
@@ -103,76 +196,164 @@ def _param(name: str, maximum: float | None = None) -> Any:
     return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum)
 
 
-def _max_depth(options: ServerOptions) -> Any:
-    return _param("max_depth", options.max_depth)
+def _walk_options(options: ServerOptions) -> dict[str, Any]:
+    """The parameters web_crawl and web_grep share, as pydantic fields with this server's bounds."""
+    return {
+        "max_depth": _param("max_depth", options.max_depth),
+        "max_pages": _param("max_pages", options.max_pages),
+        "deadline": _param("deadline", options.max_deadline),
+        "max_bytes": _param("max_bytes", options.max_bytes),
+        "include": _param("include"),
+        "exclude": _param("exclude"),
+        "no_parent": _param("no_parent"),
+        "sitemap": _param("sitemap"),
+    }
 
 
-def _max_pages(options: ServerOptions) -> Any:
-    return _param("max_pages", options.max_pages)
+# The most characters a web_fetch call returns unless it asks for more (up to the output cap).
+_FETCH_LENGTH = 10_000
 
 
-def _deadline(options: ServerOptions) -> Any:
-    return _param("deadline", options.max_deadline)
+def _web_fetch(options: ServerOptions) -> Any:
+    cap = options.max_output_chars
+
+    async def web_fetch(
+        ctx: Context,
+        url: str = Field(description="The http(s) URL of the page to read."),
+        start_index: int = Field(
+            default=0, ge=0, description="The character of the content to start at: the start_index a cut "
+            "page's notice names continues it."
+        ),
+        max_length: int = Field(
+            default=min(_FETCH_LENGTH, cap), ge=1, le=cap,
+            description="Most characters of content to return (fewer when the notices need the room).",
+        ),
+        main_content: bool = Field(
+            default=True,
+            description="Only the page's main content, without navigation, header, footer and sidebars; false "
+            "for the whole page.",
+        ),
+    ) -> Annotated[CallToolResult, FetchResult]:
+        """Read one web page: an HTML page as Markdown (headings, paragraphs, lists, links, tables,
+        code), a text page (plain text, JSON, XML) as it is. A long page is cut at max_length and
+        a notice names the start_index that continues it. Fetched like a walk of one page: the
+        same address guard, robots.txt and budgets. Status, final URL and title are the
+        structured result."""
+        walk = _Progress(ctx, options, 1, read=lambda page: (page, page.content("markdown", main_content=main_content)))
+        arguments = {
+            "max_depth": 0, "max_pages": 1, "content": "markdown", "main_content": main_content,
+            "deadline": min(WalkConfig.deadline, options.max_deadline), "max_bytes": options.max_bytes,
+        }
+        await walk.run(url, arguments, lambda: walk_async(url, **walk.arguments(arguments)))
+        page, content = walk.pages[0]
+        text = content if content is not None else ""
+        if start_index and start_index >= len(text):
+            raise ToolError(
+                f"start_index={start_index} is past the end of the page's content ({len(text)} characters)"
+            )
+        notes = []
+        if page.final_url != url:
+            notes.append(f"Note: {url} redirected to {page.final_url}.")
+        if not 200 <= page.status < 300:
+            notes.append(f"Note: the server answered HTTP {page.status}: the content is that answer's.")
+        if content is None:
+            notes.append(
+                f"Note: the page is {page.content_type or 'of no declared type'} ({page.byte_count} bytes), not text: "
+                "there is no content to show."
+            )
+        elif not content.strip():
+            notes.append("Note: the page has no text content.")
+        structured = FetchResult(
+            url=url, final_url=page.final_url, status=page.status, content_type=page.content_type, title=page.title,
+            bytes=page.byte_count, length=None if content is None else len(content), start_index=start_index,
+            next_start_index=None,
+        ).model_dump()
+        budget = cap - size(structured) - len('"next_start_index": 1234567890')
+        part, end = page_text(text, start_index, max_length, budget, notes, page.final_url)
+        if end < len(text):
+            structured["next_start_index"] = end
+        return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
+
+    return web_fetch
 
 
-def _max_bytes(options: ServerOptions) -> Any:
-    return _param("max_bytes", options.max_bytes)
+def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
+    fields = _walk_options(options)
 
-
-def _web_crawl(options: ServerOptions) -> Any:
     async def web_crawl(
         ctx: Context,
-        url: str = _url(),
-        max_depth: int = _max_depth(options),
-        max_pages: int = _max_pages(options),
-        deadline: float = _deadline(options),
-        max_bytes: int = _max_bytes(options),
+        url: str | None = _url(required=False),
+        cursor: str | None = _cursor(),
+        max_depth: int = fields["max_depth"],
+        max_pages: int = fields["max_pages"],
+        deadline: float = fields["deadline"],
+        max_bytes: int = fields["max_bytes"],
+        include: str | None = fields["include"],
+        exclude: str | None = fields["exclude"],
+        no_parent: bool = fields["no_parent"],
+        sitemap: bool = fields["sitemap"],
     ) -> Annotated[CallToolResult, WalkReport]:
         """List the pages of a web site, breadth first from a URL: one line per fetched page,
-        `URL STATUS BYTES bytes — TITLE`, then notices about anything skipped, failed or cut.
-        The walk's report is the structured result."""
+        `URL STATUS BYTES bytes — TITLE`, then notices about anything skipped, failed or cut
+        (a cut listing's notice names the cursor that continues it). The walk's report is the
+        structured result."""
+        if cursor is not None:
+            return _continue(options, cursors, "web_crawl", cursor)
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
-        walk_options = {"max_depth": max_depth, **budgets}
+        walk_options = {"max_depth": max_depth, "include": include, "exclude": exclude, "no_parent": no_parent,
+                        "sitemap": sitemap, **budgets}
         report = await progress.run(url, walk_options, lambda: walk_async(url, **progress.arguments(walk_options)))
-        lines = [index_line(page) for page in progress.pages]
+        lines = index_lines(progress.pages)
         summary = (
             f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
             f"in {report.elapsed_s:.1f}s."
         )
-        notices = report_notices(report, budgets, options)
-        narrow = "lower max_pages or max_depth, or start from a deeper URL"
-        return result(lines, summary, notices, report, options, unit="pages", narrow=narrow)
+        narrow = "lower max_pages or max_depth, give include or exclude, or start from a deeper URL"
+        output = Output("web_crawl", lines, summary, report_notices(report, budgets, options),
+                        bounded_report(report, options.max_output_chars), unit="pages", narrow=narrow)
+        return result(output, options, cursors)
 
     return web_crawl
 
 
-def _web_grep(options: ServerOptions) -> Any:
+def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
+    fields = _walk_options(options)
+
     async def web_grep(
         ctx: Context,
-        url: str = _url(),
-        pattern: str = Field(
+        url: str | None = _url(required=False),
+        pattern: str | None = Field(
+            default=None,
             min_length=1,
             description="Python regular expression (or plain text with fixed_strings) searched for in each "
-            "page's visible text, line by line.",
+            "page's visible text, line by line. Required unless cursor is given.",
         ),
+        cursor: str | None = _cursor(),
         max_matches: int = _param("max_matches", options.max_matches),
-        max_depth: int = _max_depth(options),
-        max_pages: int = _max_pages(options),
+        max_depth: int = fields["max_depth"],
+        max_pages: int = fields["max_pages"],
         ignore_case: bool = _param("ignore_case"),
         context: int = _param("context", _MAX_CONTEXT),
         fixed_strings: bool = _param("fixed_strings"),
-        deadline: float = _deadline(options),
-        max_bytes: int = _max_bytes(options),
+        deadline: float = fields["deadline"],
+        max_bytes: int = fields["max_bytes"],
+        include: str | None = fields["include"],
+        exclude: str | None = fields["exclude"],
+        no_parent: bool = fields["no_parent"],
+        sitemap: bool = fields["sitemap"],
     ) -> Annotated[CallToolResult, WalkReport]:
         """Search the visible text of a web site's pages, walked breadth first from a URL, for a
         pattern: matching lines grouped by page (`N: line`, context lines `N- line`), then notices
-        about anything skipped, failed or cut. The walk's report is the structured result."""
+        about anything skipped, failed or cut (a cut listing's notice names the cursor that
+        continues it). The walk's report is the structured result."""
+        if cursor is not None:
+            return _continue(options, cursors, "web_grep", cursor)
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
         walk_options = {
             "max_depth": max_depth, "ignore_case": ignore_case, "context": context, "fixed_strings": fixed_strings,
-            **budgets,
+            "include": include, "exclude": exclude, "no_parent": no_parent, "sitemap": sitemap, **budgets,
         }
         matches, report = await progress.run(
             url, {"grep": pattern, **walk_options}, lambda: grep_async(url, pattern, **progress.arguments(walk_options))
@@ -182,27 +363,44 @@ def _web_grep(options: ServerOptions) -> Any:
             f"{count(len(matches), 'matching line')} on {pages} of {count(report.fetched, 'page')} "
             f"from {report.origin} in {report.elapsed_s:.1f}s."
         )
-        notices = report_notices(report, budgets, options)
-        narrow = "a narrower pattern, lower max_matches, context, max_pages or max_depth"
-        return result(grep_lines(matches), summary, notices, report, options, unit="lines of matches and context",
-                      narrow=narrow)
+        narrow = "a narrower pattern, lower max_matches, context, max_pages or max_depth, or give include or exclude"
+        output = Output("web_grep", grep_lines(matches), summary, report_notices(report, budgets, options),
+                        bounded_report(report, options.max_output_chars), unit="lines",
+                        narrow=narrow)
+        return result(output, options, cursors)
 
     return web_grep
 
 
+def _continue(options: ServerOptions, cursors: Cursors, tool: str, cursor: str) -> CallToolResult:
+    """The next part of the output a cursor names."""
+    try:
+        key, output, start = cursors.get(tool, cursor)
+    except SitewalkError as exc:
+        raise ToolError(str(exc)) from None
+    return result(output, options, cursors, start=start, key=key)
+
+
+def _index_entry(page: Page) -> tuple[str, int, int, str | None]:
+    return page.final_url, page.status, page.byte_count, page.title
+
+
 class _Progress:
-    """One call's walk: its ``on_page`` keeps what the index needs and reports one progress step
-    per page (a no-op unless the client sent a progress token).
+    """One call's walk: its ``on_page`` keeps what the call needs of each page (``read``: by
+    default what the index lists) and reports one progress step per page (a no-op unless the
+    client sent a progress token).
 
     A call the client cancels ends its walk gracefully after the page in flight (the API stops
     the crawl when its caller is cancelled).
     """
 
-    def __init__(self, ctx: Context, options: ServerOptions, total: int) -> None:
+    def __init__(self, ctx: Context, options: ServerOptions, total: int,
+                 read: Callable[[Page], Any] = _index_entry) -> None:
         self.ctx = ctx
         self.options = options
         self.total = total
-        self.pages: list[tuple[str, int, int, str | None]] = []
+        self.read = read
+        self.pages: list[Any] = []
 
     def arguments(self, budgets: dict[str, Any]) -> dict[str, Any]:
         """The API arguments every walk of this server's tools takes, with the call's ``budgets``."""
@@ -210,7 +408,7 @@ class _Progress:
         return {"on_page": self.on_page, "on_page_stops": False, "settings": options.settings(),
                 "delay": options.delay, **budgets}
 
-    async def run(self, url: str, options: dict[str, Any], walk: Callable[[], Awaitable[_T]]) -> _T:
+    async def run(self, url: str | None, options: dict[str, Any], walk: Callable[[], Awaitable[_T]]) -> _T:
         """The result of ``walk()``, a walk of ``url`` with the walk arguments ``options``; a walk
         that cannot be made is an error the model can read, naming the tools' parameters."""
         try:
@@ -223,6 +421,6 @@ class _Progress:
             raise ToolError(str(exc)) from None
 
     async def on_page(self, page: Page) -> bool:
-        self.pages.append((page.final_url, page.status, page.byte_count, page.title))
+        self.pages.append(self.read(page))
         await self.ctx.report_progress(len(self.pages), self.total, message=page.final_url)
         return True

@@ -13,21 +13,34 @@ from sitewalk.hints import Surface
 from sitewalk.items import Match, Report
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from sitewalk.exceptions import SeedError
+    from sitewalk.mcp.cursors import Cursors, Output
     from sitewalk.mcp.options import ServerOptions
 
-__all__ = ["MCP", "count", "grep_lines", "index_line", "report_notices", "result", "seed_error"]
+__all__ = [
+    "LISTED", "MCP", "argument_errors", "bounded_report", "count", "grep_lines", "index_lines", "page_text",
+    "report_notices", "result", "seed_error", "size",
+]
 
 # How many failures a notice names before it refers to the report for the rest.
 _NAMED_FAILURES = 3
+# The most entries each list of the structured report holds (fewer when the output cap needs
+# the room); its ``<list>_total`` counts them all.
+LISTED = 20
+_LISTS = ("failures", "robots_skipped", "unvisited", "sitemaps")
 _GUARD_OPTION = "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)"
 _ROBOTS_OPTION = "--no-robots (env ROBOTSTXT_OBEY=false)"
 
 
-def index_line(page: tuple[str, int, int, str | None]) -> str:
-    final_url, status, byte_count, title = page
-    line = f"{final_url} {status} {byte_count} bytes"
-    return f"{line} — {' '.join(title.split())}" if title and title.strip() else line
+def index_lines(pages: Sequence[tuple[str, int, int, str | None]]) -> list[str]:
+    """One line per page, ``URL STATUS BYTES bytes — TITLE``."""
+    lines = []
+    for final_url, status, byte_count, title in pages:
+        line = f"{final_url} {status} {byte_count} bytes"
+        lines.append(f"{line} — {' '.join(title.split())}" if title and title.strip() else line)
+    return lines
 
 
 def grep_lines(matches: list[Match]) -> list[str]:
@@ -64,6 +77,11 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
             f"{count(len(report.robots_skipped), 'page')} not fetched because the site's robots.txt disallows "
             f"them ({_examples(report.robots_skipped)}). This server obeys robots.txt; its operator can "
             f"start it with {_ROBOTS_OPTION} to fetch them."
+        )
+    if report.out_of_scope:
+        notices.append(
+            f"{count(report.out_of_scope, 'link')} on the site not followed: include, exclude or no_parent left "
+            "them out."
         )
     # .get: a walk resumed from an older JOBDIR may hold failures recorded without a kind.
     refused = [f for f in report.failures if f.get("kind") == "guard"]
@@ -119,37 +137,91 @@ def _failure_examples(failures: Sequence[dict[str, str | None]]) -> str:
     return shown if more <= 0 else f"{shown}; and {more} more"
 
 
-def result(
-    lines: list[str],
-    summary: str,
-    notices: list[str],
-    report: Report,
-    options: ServerOptions,
-    *,
-    unit: str,
-    narrow: str,
-) -> CallToolResult:
-    """The text (at most ``max_output_chars``; lines are dropped from the end of the listing, never
-    the summary or the notices) and the full report as structured content."""
-    cap = options.max_output_chars
-    tail = "\n".join(["", "", summary, *(f"Note: {notice}" for notice in notices)])
-    kept = lines
-    if len("\n".join(lines)) + len(tail) > cap:
-        cut = (
-            f"Note: output cut at this server's limit of {cap} characters: showing the first {{kept}} of "
-            f"{len(lines)} {unit}. Narrow the request ({narrow}) to see the rest."
-        )
-        room = cap - len(tail) - len(cut.format(kept=len(lines))) - 1
-        size = 0
+def size(structured: dict[str, Any]) -> int:
+    """The characters of a structured result as the output cap counts them (its JSON)."""
+    return len(json.dumps(structured, ensure_ascii=False))
+
+
+def bounded_report(report: Report, cap: int) -> dict[str, Any]:
+    """The report as structured content: each list cut to :data:`LISTED` entries (fewer if it would
+    take more than half of ``cap``), with ``<list>_total`` counting them all."""
+    whole = report.to_dict()
+    totals = {f"{name}_total": len(whole[name]) for name in _LISTS}
+    shown = LISTED
+    while True:
+        bounded = {**whole, **totals, **{name: whole[name][:shown] for name in _LISTS}}
+        if shown == 0 or size(bounded) <= cap // 2:
+            return bounded
+        shown //= 2
+
+
+def result(output: Output, options: ServerOptions, cursors: Cursors, *, start: int = 0, key: str | None = None
+           ) -> CallToolResult:
+    """The part of ``output`` from line ``start`` that fits the output cap, with its structured
+    content: the listing, then the summary and (in the first part) the notices; a listing cut at the
+    cap ends with a notice naming the cursor of the next part (``key``: the output's, once kept)."""
+    budget = options.max_output_chars - size(output.structured)
+    lines = output.lines
+    notices = output.notices if start == 0 else []
+    tail = "\n".join(["", "", output.summary, *(f"Note: {notice}" for notice in notices)])
+    shown = lines[start:]
+    header = []
+    if start and shown[0].startswith(" "):
+        # A page's matches continue here: name the page again.
+        header = [next(line for line in reversed(lines[:start]) if not line.startswith(" ")) + " (continued)"]
+    end = len(lines)
+    if len("\n".join(header + shown)) + len(tail) > budget:
+        if key is None:
+            key = cursors.keep(output)
+        cut = _cut_notice(output, options, key, start)
+        room = budget - len(tail) - len(cut(len(lines), len(lines))) - 1 - sum(len(line) + 1 for line in header)
+        used = 0
         kept = []
-        for line in lines:
-            size += len(line) + 1
-            if size > room:
+        for line in shown:
+            used += len(line) + 1
+            if used > room:
                 break
             kept.append(line)
-        tail = f"{tail}\n{cut.format(kept=len(kept))}"
-    text = "\n".join(kept) + tail if kept else tail.lstrip("\n")
-    return CallToolResult(content=[TextContent(type="text", text=text[:cap])], structured_content=report.to_dict())
+        # At least one line of the listing per part, so that a cursor always moves on.
+        shown = kept or shown[:1]
+        end = start + len(shown)
+        tail = f"{tail}\n{cut(end, len(lines))}"
+    text = "\n".join(header + shown) + tail if header or shown else tail.lstrip("\n")
+    return CallToolResult(content=[TextContent(type="text", text=text[:budget])], structured_content=output.structured)
+
+
+def _cut_notice(output: Output, options: ServerOptions, key: str | None, start: int) -> Any:
+    cap = options.max_output_chars
+    narrow = f"narrow the request ({output.narrow})"
+
+    def notice(end: int, total: int) -> str:
+        shown = f"showing {output.unit} {start + 1}-{end} of {total}"
+        head = f"Note: output cut at this server's limit of {cap} characters: {shown}."
+        if key is None:
+            return f"{head} The rest is too large to keep for a cursor: {narrow} to see it."
+        return (f"{head} For the next part, call {output.tool} with cursor=\"{key}-{end}\" (no other arguments "
+                f"needed); or {narrow}.")
+
+    return notice
+
+
+def page_text(content: str, start: int, length: int, budget: int, notes: list[str], url: str) -> tuple[str, int]:
+    """Up to ``length`` characters of ``content`` from ``start`` and the notices ``notes``, in
+    ``budget`` characters; and where the part ends. A part that ends before the content does
+    ends with a notice naming the ``start_index`` that continues."""
+
+    def cut(end: int) -> str:
+        return (f"Note: the content is cut at character {end} of {len(content)}. For the next part, call "
+                f"web_fetch with url={json.dumps(url)} and start_index={end}.")
+
+    tail = "".join(f"\n{note}" for note in notes)
+    if len(content) - start <= length and len(content) - start + len(tail) + 1 <= budget:
+        end = len(content)
+    else:
+        end = start + max(1, min(length, budget - len(tail) - len(cut(len(content))) - 2))
+        tail = f"{tail}\n{cut(end)}"
+    part = content[start:end]
+    return (f"{part}\n{tail}" if tail else part)[:budget], end
 
 
 class _Server(Surface):
@@ -178,6 +250,56 @@ class _Server(Surface):
 MCP: Surface = _Server()
 
 
+# What would change a seed failure that no server option lets through, by its kind.
+_ADVICE = {
+    "dns": "check the URL's host name",
+    "refused": "nothing listens at that host and port: check the URL",
+    "timeout": "the site did not answer in time: try again later",
+    "network": "the connection broke: try again later",
+    "off-origin": "give the URL it redirects to",
+    "robots": "try again later (this server obeys robots.txt and could not read it)",
+}
+
+
 def seed_error(exc: SeedError) -> str:
-    """The tool error for a seed that could not be fetched, naming this server's option."""
-    return Failed(exc.kind, exc.reason, exc.fix).seed_message(exc.url, MCP)
+    """The tool error for a seed that could not be fetched, naming this server's option that
+    would let it through, else what the model can do."""
+    message = Failed(exc.kind, exc.reason, exc.fix).seed_message(exc.url, MCP)
+    advice = _ADVICE.get(exc.kind)
+    return message if exc.fix is not None or advice is None else f"{message}; {advice}"
+
+
+# pydantic's error types, as what the value must be.
+_TYPES = {
+    "int": "a whole number", "float": "a number", "bool": "true or false", "string": "a string",
+}
+
+
+def argument_errors(error: ValidationError, options: ServerOptions) -> str:
+    """The one line a call whose arguments do not fit the tool's schema gets, naming each parameter
+    as the model gave it and, for a value above a maximum, the server option that sets it."""
+    problems = []
+    for detail in error.errors():
+        name = ".".join(str(part) for part in detail["loc"])
+        value = detail.get("input")
+        given = f"{name}={json.dumps(value)}"
+        kind = detail["type"]
+        bounds = detail.get("ctx") or {}
+        if kind == "missing":
+            problems.append(f"missing {name}")
+        elif kind == "less_than_equal":
+            limit = options.limit(name)
+            if limit is not None:
+                problems.append(f"{given} is above this server's limit of {limit[0]:g} (sitewalk-mcp {limit[1]})")
+            else:
+                problems.append(f"{given} is above the limit of {bounds['le']}")
+        elif kind in ("greater_than_equal", "greater_than"):
+            sign = ">=" if kind == "greater_than_equal" else ">"
+            problems.append(f"{given} must be {sign} {bounds.get('ge', bounds.get('gt'))}")
+        elif kind == "string_too_short":
+            problems.append(f"{name} is empty")
+        elif kind.split("_")[0] in _TYPES:
+            problems.append(f"{given} must be {_TYPES[kind.split('_')[0]]}")
+        else:
+            problems.append(f"{given}: {detail['msg']}")
+    return "; ".join(problems)
