@@ -17,9 +17,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from sitewalk.items import Match, Report
+from sitewalk.items import Match, Report, human_bytes
 from sitewalk.mcp import ServerOptions
-from sitewalk.mcp.text import grep_lines, report_notices
+from sitewalk.mcp.text import grep_lines, index_lines, report_notices
 from tests.conftest import LOOPBACK
 
 pytestmark = pytest.mark.anyio
@@ -183,13 +183,12 @@ async def test_web_crawl_returns_one_line_per_page_and_the_report(server: Server
     report = result.structured_content
     assert report is not None
     lines = text(result).splitlines()
-    sizes = [int(line.split()[2]) for line in lines[:3]]
+    sizes = [human_bytes(entry["bytes_sent"]) for entry in site.log() if entry.get("sent", "/robots.txt") != "/robots.txt"]
     assert lines[:3] == [
-        f"{site('/')} 200 {sizes[0]} bytes — Home",
-        f"{site('/a')} 200 {sizes[1]} bytes — Page A",
-        f"{site('/b')} 200 10 bytes",
+        f"{site('/')} 200 {sizes[0]} — Home",
+        f"{site('/a')} 200 {sizes[1]} — Page A",
+        f"{site('/b')} 200 10 B",
     ]
-    assert sum(sizes) == report["bytes"]
     assert lines[3] == ""
     assert lines[4].startswith(f"3 pages, {report['bytes']} bytes from {site.url} in ")
     assert len(lines) == 5
@@ -340,6 +339,29 @@ def test_failure_notices_name_a_few_and_count_the_rest() -> None:
     )
 
 
+def test_the_title_suffix_most_pages_repeat_is_left_out_of_the_listing() -> None:
+    pages = [
+        ("http://d.test/", 200, 13007, "3.11 Documentation"),
+        ("http://d.test/a", 200, 900, "Tutorial — Python 3.11 documentation"),
+        ("http://d.test/b", 404, 120, "Not  found — Python 3.11 documentation"),
+        ("http://d.test/c", 200, 5, None),
+        ("http://d.test/d", 200, 1_500_000, "Glossary — Python 3.11 documentation"),
+    ]
+    lines, suffix = index_lines(pages)
+    assert suffix == " — Python 3.11 documentation"
+    assert lines == [
+        "http://d.test/ 200 13 kB — 3.11 Documentation",
+        "http://d.test/a 200 900 B — Tutorial",
+        "http://d.test/b 404 120 B — Not found",
+        "http://d.test/c 200 5 B",
+        "http://d.test/d 200 1.5 MB — Glossary",
+    ]
+    # A suffix that only one page has, or titles without one, are left as they are.
+    lines, suffix = index_lines([pages[0], pages[1], ("http://d.test/e", 200, 1, "Home | Site")])
+    assert suffix is None
+    assert lines[1] == "http://d.test/a 200 900 B — Tutorial — Python 3.11 documentation"
+
+
 def test_grep_lines_show_overlapping_context_once_with_matches_marked() -> None:
     matches = [
         Match(url="u", line=2, text="b", before=["a"], after=["c", "d"], depth=0),
@@ -471,7 +493,7 @@ async def test_environment_options_and_the_output_cap(tmp_path: Path, make_site:
         assert part.structured_content == result.structured_content
     first = text(result).splitlines()
     shown = [line for line in first if line.startswith(site.url)]
-    assert first[: len(shown)] == [line for line in first if " bytes — " in line]
+    assert first[: len(shown)] == [line for line in first if re.search(r" 200 [0-9.]+ k?B — (Home|Page)", line)]
     assert any(line.startswith("26 pages, ") for line in first)
     assert _notes(result) == [
         f"output cut at this server's limit of 1000 characters: showing pages 1-{len(shown)} of 26. For the next "

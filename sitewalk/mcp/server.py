@@ -294,7 +294,7 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         sitemap: bool = fields["sitemap"],
     ) -> Annotated[CallToolResult, WalkReport]:
         """List the pages of a web site, breadth first from a URL: one line per fetched page,
-        `URL STATUS BYTES bytes — TITLE`, then notices about anything skipped, failed or cut
+        `URL STATUS SIZE — TITLE` (SIZE e.g. 13 kB), then notices about anything skipped, failed or cut
         (a cut listing's notice names the cursor that continues it). The walk's report is the
         structured result."""
         if cursor is not None:
@@ -304,11 +304,13 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         walk_options = {"max_depth": max_depth, "include": include, "exclude": exclude, "no_parent": no_parent,
                         "sitemap": sitemap, **budgets}
         report = await progress.run(url, walk_options, lambda: walk_async(url, **progress.arguments(walk_options)))
-        lines = index_lines(progress.pages)
+        lines, suffix = index_lines(progress.pages)
         summary = (
             f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
             f"in {report.elapsed_s:.1f}s."
         )
+        if suffix:
+            summary += f" Titles ending {suffix.strip()!r} are shown without it."
         narrow = "lower max_pages or max_depth, give include or exclude, or start from a deeper URL"
         output = Output("web_crawl", lines, summary, report_notices(report, budgets, options),
                         bounded_report(report, options.max_output_chars), unit="pages", narrow=narrow)

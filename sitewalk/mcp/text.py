@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ from mcp.types import CallToolResult, TextContent
 
 from sitewalk.failures import Failed
 from sitewalk.hints import Surface
-from sitewalk.items import Match, Report
+from sitewalk.items import Match, Report, human_bytes
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -30,17 +31,39 @@ _NAMED_FAILURES = 3
 # the room); its ``<list>_total`` counts them all.
 LISTED = 20
 _LISTS = ("failures", "robots_skipped", "unvisited", "sitemaps")
+# What separates a page's own title from the site's name after it.
+_TITLE_SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ")
 _GUARD_OPTION = "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)"
 _ROBOTS_OPTION = "--no-robots (env ROBOTSTXT_OBEY=false)"
 
 
-def index_lines(pages: Sequence[tuple[str, int, int, str | None]]) -> list[str]:
-    """One line per page, ``URL STATUS BYTES bytes — TITLE``."""
+def index_lines(pages: Sequence[tuple[str, int, int, str | None]]) -> tuple[list[str], str | None]:
+    """One line per page, ``URL STATUS SIZE — TITLE`` (SIZE as ``13 kB``), and the title suffix
+    most pages repeat (the site's name: `` — Python 3.11 documentation``), left out of the lines
+    it ends."""
+    titles = [" ".join(title.split()) if title else "" for _, _, _, title in pages]
+    suffix = _common_suffix(titles)
     lines = []
-    for final_url, status, byte_count, title in pages:
-        line = f"{final_url} {status} {byte_count} bytes"
-        lines.append(f"{line} — {' '.join(title.split())}" if title and title.strip() else line)
-    return lines
+    for (final_url, status, byte_count, _), title in zip(pages, titles, strict=True):
+        if suffix and title.endswith(suffix) and len(title) > len(suffix):
+            title = title[: -len(suffix)]
+        line = f"{final_url} {status} {human_bytes(byte_count)}"
+        lines.append(f"{line} — {title}" if title else line)
+    return lines, suffix
+
+
+def _common_suffix(titles: list[str]) -> str | None:
+    """The last separated part of the titles that at least half of them (two or more) end with."""
+    endings: Counter[str] = Counter()
+    for title in titles:
+        cuts = [title.rfind(separator) for separator in _TITLE_SEPARATORS]
+        at = max(cuts)
+        if at > 0:
+            endings[title[at:]] += 1
+    if not endings:
+        return None
+    suffix, times = endings.most_common(1)[0]
+    return suffix if times >= 2 and times * 2 >= len([title for title in titles if title]) else None
 
 
 def grep_lines(matches: list[Match]) -> list[str]:
