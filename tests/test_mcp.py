@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from mcp.types import CallToolResult
 from sitewalk.items import Match, Report, human_bytes
 from sitewalk.mcp import ServerOptions
 from sitewalk.mcp.text import grep_lines, index_lines, report_notices
-from tests.conftest import LOOPBACK
+from tests.conftest import LOOPBACK, ROOT
 
 pytestmark = pytest.mark.anyio
 
@@ -132,7 +133,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert {"final_url", "status", "title", "next_start_index"} <= set(tools["web_fetch"].output_schema["properties"])  # type: ignore[index]
 
     for tool in tools.values():
-        assert tool.description
+        assert tool.description and "\n    " not in tool.description
         assert tool.annotations is not None and tool.annotations.read_only_hint
         assert tool.output_schema is not None
     for tool in (tools["web_crawl"], tools["web_grep"]):
@@ -797,3 +798,51 @@ async def test_web_crawl_and_web_grep_take_the_scope_arguments(server: Server, m
     assert "Hidden" not in text(result).splitlines()[0]
     assert [line for line in text(result).splitlines() if line.startswith(site.url)] == [site("/hidden")]
     assert site.paths()[2:] == ["/", "/sitemap.xml", "/hidden"]
+
+
+# -- through the MCP Inspector's CLI (npm) ---------------------------------------------------------
+
+
+def inspector() -> list[str]:
+    """The MCP Inspector CLI: the copy .ci/run installs, else npx's; the test skips without node."""
+    installed = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+    if installed.exists():
+        return [str(installed), "--cli"]
+    if shutil.which("npx") is None or shutil.which("node") is None:
+        pytest.skip("the MCP Inspector CLI needs node and npx, which are not installed")
+    return ["npx", "-y", "@modelcontextprotocol/inspector@0.15.0", "--cli"]
+
+
+def run_inspector(tmp_path: Path, *arguments: str) -> dict[str, Any]:
+    command = [*inspector(), sys.executable, "-m", "sitewalk.mcp", "--allow-networks", ALLOW, "--delay", "0",
+               *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                               stdin=subprocess.DEVNULL)
+    assert completed.returncode == 0, completed.stderr
+    answer: dict[str, Any] = json.loads(completed.stdout)
+    return answer
+
+
+def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any) -> None:
+    listed = run_inspector(tmp_path, "--method", "tools/list")
+    tools = {tool["name"]: tool for tool in listed["tools"]}
+    assert set(tools) == {"web_fetch", "web_crawl", "web_grep"}
+    assert tools["web_fetch"]["inputSchema"]["required"] == ["url"]
+    assert tools["web_crawl"]["inputSchema"]["properties"]["max_pages"]["maximum"] == 200
+    assert "cursor" in tools["web_grep"]["inputSchema"]["properties"]
+    assert all(tool["outputSchema"]["properties"] for tool in tools.values())
+
+    site = make_site({"/guide": ARTICLE})
+    fetched = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",
+                            "--tool-arg", f"url={site('/guide')}")
+    assert not fetched.get("isError")
+    assert fetched["content"][0]["text"].startswith("# Guide\n\nFirst paragraph of the guide.\n\n## Details\n\n")
+    assert fetched["structuredContent"]["title"] == "Guide"
+    assert site.paths() == ["/guide"]
+
+    refused = make_site({"/": ARTICLE}, host="127.0.0.2")
+    answer = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",
+                           "--tool-arg", f"url={refused('/')}")
+    assert answer["isError"]
+    assert "--allow-networks 127.0.0.2" in answer["content"][0]["text"]
+    assert refused.requests() == []

@@ -121,7 +121,8 @@ class _Server(MCPServer):
     def add_read_only_tool(self, fn: Callable[..., Any], name: str, title: str) -> None:
         """Add the tool ``fn`` (its context parameter named ``ctx``), read-only on an open world."""
         self.parameters[name] = [parameter for parameter in inspect.signature(fn).parameters if parameter != "ctx"]
-        self.add_tool(fn, name=name, title=title, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+        self.add_tool(fn, name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
+                      annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         known = self.parameters.get(name)
