@@ -846,3 +846,18 @@ def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any)
     assert answer["isError"]
     assert "--allow-networks 127.0.0.2" in answer["content"][0]["text"]
     assert refused.requests() == []
+
+
+async def test_the_readme_documents_every_tool_parameter_and_server_option(server: Server) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from an LLM agent: `sitewalk-mcp`", 1)[1].split("\n## ", 1)[0]
+    for tool in (await server.session.list_tools()).tools:
+        signature = re.search(rf"- `{tool.name}\(([^`]*)\)`", section)
+        assert signature is not None, f"{tool.name} is not listed"
+        documented = {part.strip().split("=")[0] for part in signature.group(1).replace("\n", " ").split(",")}
+        assert documented == set(tool.input_schema["properties"]), tool.name
+    usage = subprocess.run([sys.executable, "-m", "sitewalk.mcp", "--help"], capture_output=True, text=True,
+                           timeout=60, check=True).stdout
+    options = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--robots"}
+    assert options
+    assert {option for option in options if f"| `{option}" not in section} == set()
