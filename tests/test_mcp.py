@@ -655,7 +655,7 @@ async def test_web_fetch_of_text_binary_and_error_pages(server: Server, make_sit
 
     result = await server.call("web_fetch", url=site("/logo.png"))
     assert not result.is_error
-    assert text(result) == "\n\nNote: the page is image/png (64 bytes), not text: there is no content to show."
+    assert text(result) == "Note: the page is image/png (64 bytes), not text: there is no content to show."
     assert result.structured_content["length"] is None  # type: ignore[index]
 
     result = await server.call("web_fetch", url=site("/missing"))
@@ -755,6 +755,18 @@ async def test_an_unknown_or_expired_cursor_says_to_walk_again(small: Server, ma
     assert expired.is_error
     assert "is unknown or expired" in text(expired)
     assert site.paths().count("/") == 3
+
+
+async def test_a_line_longer_than_the_cap_is_cut_and_its_cursor_still_named(small: Server, make_site: Any) -> None:
+    long_line = "needle " + "word " * 600
+    site = make_site({"/": {"title": "Home", "body": f"<p>{long_line}</p><p>needle short</p>"}})
+    result = await small.call("web_grep", url=site("/"), pattern="needle", context=0)
+    parts = [result, *await _continuations(small, "web_grep", result)]
+    assert any(line.startswith("  2: needle word word") and line.endswith(" […line cut]")
+               for part in parts for line in text(part).splitlines())
+    assert all(_result_size(part) <= 1500 for part in parts)
+    assert [line for _, line in _matches(parts, site)][-1] == "3: needle short"
+    assert site.paths() == ["/"]
 
 
 async def test_structured_content_lists_are_cut_with_their_totals(small: Server, make_site: Any) -> None:

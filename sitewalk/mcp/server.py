@@ -267,12 +267,12 @@ def _web_fetch(options: ServerOptions) -> Any:
         structured = FetchResult(
             url=url, final_url=page.final_url, status=page.status, content_type=page.content_type, title=page.title,
             bytes=page.byte_count, length=None if content is None else len(content), start_index=start_index,
-            next_start_index=None,
+            next_start_index=len(text),
         ).model_dump()
-        budget = cap - size(structured) - len('"next_start_index": 1234567890')
+        # Sized with the largest next_start_index it can have.
+        budget = cap - size(structured)
         part, end = page_text(text, start_index, max_length, budget, notes, page.final_url)
-        if end < len(text):
-            structured["next_start_index"] = end
+        structured["next_start_index"] = end if end < len(text) else None
         return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
 
     return web_fetch

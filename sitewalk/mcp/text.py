@@ -205,12 +205,18 @@ def result(output: Output, options: ServerOptions, cursors: Cursors, *, start: i
             if used > room:
                 break
             kept.append(line)
-        # At least one line of the listing per part, so that a cursor always moves on.
-        shown = kept or shown[:1]
+        # At least one line of the listing per part, so that a cursor always moves on: a line
+        # longer than the room is cut, not the notice after it.
+        shown = kept or [_shortened(shown[0], room)]
         end = start + len(shown)
         tail = f"{tail}\n{cut(end, len(lines))}"
     text = "\n".join(header + shown) + tail if header or shown else tail.lstrip("\n")
     return CallToolResult(content=[TextContent(type="text", text=text[:budget])], structured_content=output.structured)
+
+
+def _shortened(line: str, room: int) -> str:
+    marker = " […line cut]"
+    return line if len(line) <= room else line[: max(room - len(marker), 0)] + marker
 
 
 def _cut_notice(output: Output, options: ServerOptions, key: str | None, start: int) -> Any:
@@ -244,7 +250,8 @@ def page_text(content: str, start: int, length: int, budget: int, notes: list[st
         end = start + max(1, min(length, budget - len(tail) - len(cut(len(content))) - 2))
         tail = f"{tail}\n{cut(end)}"
     part = content[start:end]
-    return (f"{part}\n{tail}" if tail else part)[:budget], end
+    text = f"{part}\n{tail}" if part and tail else part or tail.lstrip("\n")
+    return text[:budget], end
 
 
 class _Server(Surface):
@@ -279,7 +286,6 @@ _ADVICE = {
     "refused": "nothing listens at that host and port: check the URL",
     "timeout": "the site did not answer in time: try again later",
     "network": "the connection broke: try again later",
-    "off-origin": "give the URL it redirects to",
     "robots": "try again later (this server obeys robots.txt and could not read it)",
 }
 
