@@ -733,6 +733,17 @@ async def test_a_cut_web_grep_continued_by_its_cursor_gives_every_match_once(sma
     assert site.paths() == ["/", *pages]
 
 
+async def test_without_a_cursor_url_and_pattern_are_needed(small: Server) -> None:
+    result = await small.call("web_crawl")
+    assert result.is_error
+    assert text(result).endswith('missing url: give the URL to walk, e.g. url="https://docs.example.com/"')
+    result = await small.call("web_grep", url="http://127.0.0.1:9/")
+    assert result.is_error
+    assert text(result).endswith(
+        "missing pattern: give the text or regular expression to search for (or a cut output's cursor to continue it)"
+    )
+
+
 async def test_an_unknown_or_expired_cursor_says_to_walk_again(small: Server, make_site: Any) -> None:
     result = await small.call("web_crawl", cursor="0000-12")
     assert result.is_error

@@ -352,6 +352,9 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         continues it). The walk's report is the structured result."""
         if cursor is not None:
             return _continue(options, cursors, "web_grep", cursor)
+        if pattern is None:
+            raise ToolError("missing pattern: give the text or regular expression to search for (or a cut "
+                            "output's cursor to continue it)")
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
         walk_options = {
