@@ -12,6 +12,7 @@ from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
 from sitewalk.commands.crawl import run_walk, value_name
 from sitewalk.config import argument, arguments
+from sitewalk.hints import option
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,10 +27,6 @@ _DESCRIPTION = (
 )
 
 
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sitewalk", description=_DESCRIPTION, allow_abbrev=False)
     parser.add_argument(
@@ -42,11 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         text = f"{spec.help} (default: {default})"
         if kind is bool and name.startswith("no_"):
             # A negative flag already (--no-parent): no --no-no-parent beside it.
-            walk.add_argument(_option(name), dest=name, action="store_const", const=True, default=None, help=text)
+            walk.add_argument(option(name), dest=name, action="store_const", const=True, default=None, help=text)
         elif kind is bool:
-            walk.add_argument(_option(name), dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            walk.add_argument(option(name), dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            walk.add_argument(_option(name), dest=name, metavar=value_name(name, kind), help=text)
+            walk.add_argument(option(name), dest=name, metavar=value_name(name, kind), help=text)
     output = parser.add_argument_group("output and Scrapy settings")
     output.add_argument(
         "-o", "--output", metavar="FILE", action="append", default=[],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["API", "CLI", "COMMAND", "Surface"]
+__all__ = ["API", "CLI", "COMMAND", "Surface", "option"]
 
 
 class Surface:
@@ -53,17 +53,18 @@ class _Command(Surface):
     """The ``sitewalk`` command: the seed is its URL argument, the others ``--max-pages 50``."""
 
     def name(self, argument: str) -> str:
-        return "seed URL" if argument == "seed" else _option(argument)
+        return "seed URL" if argument == "seed" else option(argument)
 
     def argument(self, name: str, value: Any) -> str:
         if name == "seed":
             return str(value)
         if isinstance(value, bool):
-            return _option(name) if value else _option(f"no_{name}")
-        return f"{_option(name)} {_word(value)}"
+            return option(name) if value else option(f"no_{name}")
+        return f"{option(name)} {_word(value)}"
 
 
-def _option(name: str) -> str:
+def option(name: str) -> str:
+    """The ``sitewalk`` command's option for the walk argument ``name``."""
     return "--" + name.replace("_", "-")
 
 
