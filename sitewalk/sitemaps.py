@@ -31,8 +31,10 @@ class Sitemaps:
     ``max_files`` of them. Their ``<loc>`` URLs are for the frontier, at depth 1.
     """
 
-    def __init__(self, max_files: int) -> None:
+    def __init__(self, max_files: int, read: list[str]) -> None:
         self._max_files = max_files
+        # The sitemap files read, in order (the walk's report lists them).
+        self._read = read
         self._queue: deque[str] = deque()
         self._from_robots: dict[str, list[str]] = {}
         self._origin: str | None = None
@@ -64,7 +66,8 @@ class Sitemaps:
         return self._queue.popleft()
 
     def read(self, response: Response, max_size: int) -> list[str] | None:
-        """The page URLs a sitemap file lists (normalised, in its order); None if it is not one."""
+        """The page URLs a sitemap file lists (normalised, in its order; the file is recorded as read);
+        none from robots.txt or an index (their sitemaps are queued), None if it is not a sitemap."""
         if response.url == self._robots_url:
             self._robots_url = None
             found = list(sitemap_urls_from_robots(response.body, base_url=response.url)) if response.status == 200 else []
@@ -81,13 +84,14 @@ class Sitemaps:
                 logger.info("sitemap %s not read: it is not a whole gzip file (%s)", response.url, exc)
                 return None
         sitemap = Sitemap(body)
+        if sitemap.type not in ("sitemapindex", "urlset"):
+            logger.info("sitemap %s not read: it is not a sitemap (root element %r)", response.url, sitemap.type)
+            return None
+        self._read.append(response.url)
         locations = [entry["loc"] for entry in sitemap if entry.get("loc")]
         if sitemap.type == "sitemapindex":
             self._add(locations)
             return []
-        if sitemap.type != "urlset":
-            logger.info("sitemap %s not read: it is not a sitemap (root element %r)", response.url, sitemap.type)
-            return None
         return _normalised(locations)
 
     def _add(self, urls: list[str]) -> None:

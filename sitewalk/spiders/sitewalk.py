@@ -66,7 +66,7 @@ class SitewalkSpider(Spider):
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
         if spider.walk.config.sitemap and not spider.walk.resumed:
-            spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"))
+            spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"), spider.walk.results.sitemaps)
             crawler.signals.connect(spider._sitemaps.robots_parsed, signal=signals.robots_parsed)
         return spider
 
@@ -178,10 +178,8 @@ class SitewalkSpider(Spider):
         walk.budget.spend(len(response.body))
         assert self._sitemaps is not None
         urls = self._sitemaps.read(response, max(walk.budget.bytes_left(), 1))
-        if urls is None:
+        if not urls:
             return
-        if not response.url.endswith("/robots.txt"):
-            walk.results.sitemaps.append(response.url)
         if walk.config.max_depth >= 1:
             walk.frontier.admit(urls, 1, response.url)
         else:
