@@ -9,6 +9,7 @@ from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy.extensions.feedexport import FeedExporter
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
@@ -22,7 +23,7 @@ from sitewalk.downloadermiddlewares import (
     SameOriginMiddleware,
     WalkRedirectMiddleware,
 )
-from sitewalk.extensions import WalkBudget, WalkJournal, WalkReport
+from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
@@ -62,6 +63,9 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
     ("EXTENSIONS", WalkJournal, 10),
+    # In the place of Scrapy's: an exporter's exception is the page's failure.
+    ("EXTENSIONS", FeedExporter, None),
+    ("EXTENSIONS", WalkFeedExporter, 0),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).

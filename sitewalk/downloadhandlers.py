@@ -6,7 +6,13 @@ from sitewalk._startup import import_http11_handler
 
 import_http11_handler()
 
+from typing import TYPE_CHECKING  # noqa: E402
+
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response
 
 __all__ = ["WalkHTTPDownloadHandler"]
 
@@ -22,4 +28,15 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
     (``ResponseNeverReceived``), so a page the server answered is never requested twice. The
     class exists so that this module, which imports the handler without its start-up cost, is
     what ``DOWNLOAD_HANDLERS`` names.
+
+    A halt of the walk (:meth:`sitewalk.gate.Gate.halt`) cuts a download in flight: it fails
+    with :class:`sitewalk.gate.Halted`, and the page is listed as unvisited.
     """
+
+    async def download_request(self, request: Request) -> Response:
+        walk = getattr(self._crawler.spider, "walk", None)
+        download = super().download_request(request)
+        if walk is None:
+            return await download
+        response: Response = await walk.gate.unless_halted(download)
+        return response

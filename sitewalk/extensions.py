@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.extensions.feedexport import FeedExporter
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
+from sitewalk.failures import Failed
 from sitewalk.items import Report
 from sitewalk.state import WalkComponent
 
@@ -24,12 +26,12 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
+    from scrapy.utils.asyncio import CallLaterResult
 
-    from sitewalk.failures import Failed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FileFeedStorage", "WalkBudget", "WalkJournal", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkJournal", "WalkReport"]
 
 
 class WalkBudget(WalkComponent):
@@ -56,20 +58,28 @@ class WalkBudget(WalkComponent):
         self._interval = crawler.settings.getfloat("SITEWALK_PROGRESS_INTERVAL")
         self._progress = create_looping_call(self._budget.log_progress)
         self._tick = LoopingCall(_nothing)
+        self._deadline: CallLaterResult | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
     def spider_opened(self) -> None:
         self._budget.start_clock()
+        # The deadline stops the walk when it comes, whatever the walk is waiting for.
+        self._deadline = call_later(max(self._budget.seconds_left(), 0), self._deadline_reached)
         self._tick.start(1.0, now=False)
         if self._interval > 0:
             self._progress.start(self._interval, now=False)
 
     def spider_closed(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
         for looping in (self._progress, self._tick):
             if looping.running:
                 looping.stop()
+
+    def _deadline_reached(self) -> None:
+        self.walk.stop("deadline", left_unfetched=self.walk.gate.busy())
 
     def robots_parsed(self, robotparser: RobotParser) -> None:
         delay = robotparser.crawl_delay(self._user_agent)
@@ -116,7 +126,8 @@ class WalkReport(WalkComponent):
             error=_error(walk.results.seed_error),
             failures=list(walk.results.failures),
             robots_skipped=list(walk.results.robots_skipped),
-            unvisited=walk.frontier.unvisited() if stopped else [],
+            # Pages a halt kept from the consumers first: they were next in the walk's order.
+            unvisited=walk.gate.cancelled() + walk.frontier.unvisited() if stopped else [],
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
             out_of_scope=walk.frontier.out_of_scope,
@@ -182,7 +193,8 @@ class WalkJournal(WalkComponent):
         if changes.popped:
             self._last_popped = changes.popped[-1]
         in_hand = walk.gate.in_hand()
-        pending = {page.url for page in in_hand}
+        # Pages a halt kept from the consumers are never done: a resumed walk fetches them again.
+        pending = {page.url for page in in_hand} | set(walk.gate.cancelled())
         if walk.gate.in_flight and self._last_popped is not None:
             pending.add(self._last_popped)
         popped = self._undone + changes.popped
@@ -220,3 +232,24 @@ class FileFeedStorage(ScrapyFileFeedStorage):
         path = Path(self.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open(self.write_mode, buffering=0)
+
+
+class WalkFeedExporter(FeedExporter):
+    """Scrapy's feed exporter, except that an exception while an item is exported (a feed that
+    cannot be written, an exporter that fails on a value) is the failure of the item's page, of
+    kind ``consumer``, logged in one line (the traceback at DEBUG): the walk goes on. Scrapy's
+    would log a traceback per item and say nothing in the report."""
+
+    def item_scraped(self, item: Any, spider: Spider) -> None:
+        try:
+            super().item_scraped(item, spider)
+        except Exception as exc:  # noqa: BLE001 - any exporter's fault is the page's failure
+            url = getattr(item, "url", None) or "?"
+            logger.warning("the feed exporter raised %s on %s: a failure of kind consumer", type(exc).__name__, url)
+            logger.debug("exporting %s failed", url, exc_info=True)
+            walk = getattr(spider, "walk", None)
+            if walk is not None:
+                failed = Failed("consumer", f"a feed exporter raised {type(exc).__name__}: {exc}")
+                walk.results.failures.append(failed.record(url, getattr(item, "found_on", None)))
+            self.crawler.stats.inc_value("sitewalk/failures")
+            self.crawler.stats.inc_value("sitewalk/failures/consumer")

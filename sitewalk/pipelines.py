@@ -8,8 +8,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from parsel import Selector
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.pipelines import ItemPipelineManager
 
+from sitewalk.gate import Halted
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.state import WalkComponent
 
@@ -22,7 +24,29 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallbackPipeline", "ExtractPipeline", "IndexPipeline"]
+__all__ = ["CallbackPipeline", "ExtractPipeline", "HaltedItem", "IndexPipeline", "WalkPipelineManager"]
+
+
+class HaltedItem(DropItem):
+    """An item the pipelines still held when the walk was halted: its page is not done."""
+
+
+class WalkPipelineManager(ItemPipelineManager):
+    """Scrapy's item pipeline manager (``ITEM_PROCESSOR``), except that a halt of the walk
+    (:meth:`sitewalk.gate.Gate.halt`) cuts an item's way through the pipelines: a pipeline that
+    holds an item (an ``on_page`` coroutine that never returns, say) cannot hold the walk past
+    its deadline or an interruption. The item is dropped (:class:`HaltedItem`) and its page
+    listed as unvisited."""
+
+    async def process_item_async(self, item: Any) -> Any:
+        walk = getattr(self.crawler.spider, "walk", None) if self.crawler is not None else None
+        work = super().process_item_async(item)
+        if walk is None:
+            return await work
+        try:
+            return await walk.gate.unless_halted(work)
+        except Halted:
+            raise HaltedItem("the walk was halted while the pipelines held this item") from None
 
 
 class CallbackPipeline(WalkComponent):

@@ -15,6 +15,10 @@ NEWSPIDER_MODULE = "sitewalk.spiders"
 COMMANDS_MODULE = "sitewalk.commands"
 ADDONS = {"sitewalk.addon.Addon": 0}
 LOG_LEVEL = "INFO"
+# A component's exception is the page's failure, said in one line; its traceback at DEBUG.
+LOG_FORMATTER = "sitewalk.logformatter.WalkLogFormatter"
+# A halt of the walk (its deadline, an interruption) cuts an item's way through the pipelines.
+ITEM_PROCESSOR = "sitewalk.pipelines.WalkPipelineManager"
 
 USER_AGENT = f"sitewalk/{__version__} (+https://pypi.org/project/sitewalk/)"
 ROBOTSTXT_OBEY = True

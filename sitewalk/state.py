@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import call_later
 
 from sitewalk.failures import timed_out, too_large
 from sitewalk.frontier import Frontier, Scope
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.utils.asyncio import CallLaterResult
     from twisted.python.failure import Failure
 
     from sitewalk.config import WalkConfig
@@ -29,9 +31,17 @@ if TYPE_CHECKING:
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
-__all__ = ["Budget", "Results", "Walk", "WalkComponent"]
+__all__ = ["HALTS", "HALT_GRACE", "Budget", "Results", "Walk", "WalkComponent"]
 
 logger = logging.getLogger(__name__)
+
+# Stops that also halt the walk (:meth:`sitewalk.gate.Gate.halt`) after HALT_GRACE seconds: then
+# no page waits for its turn, none is handed to the consumers, and downloads in flight are cut.
+# The grace lets what is nearly done (a page being read) go through; a component that holds its
+# page longer cannot hold the walk. Other stops (a limit reached, a consumer's stop) let the
+# pages in hand go through in order.
+HALTS = frozenset({"deadline", "interrupted", "error"})
+HALT_GRACE = 0.5
 
 
 class Budget:
@@ -74,6 +84,11 @@ class Budget:
         if depth != self._depth:
             self._depth = depth
             self.log_progress()
+
+    def give_back(self, byte_count: int) -> None:
+        """A page counted on arrival that a halt kept from the consumers: it is not fetched."""
+        self.pages -= 1
+        self.bytes -= byte_count
 
     def spend(self, byte_count: int) -> None:
         """Bytes fetched that are not a page (a sitemap file): they count in max_bytes only."""
@@ -183,6 +198,7 @@ class Walk:
         self.error: BaseException | None = None
         self._stop: str | None = None
         self._stop_always = False
+        self._halting: CallLaterResult | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> Walk:
@@ -193,11 +209,14 @@ class Walk:
         return walk
 
     def stop(self, reason: str, *, left_unfetched: bool = False) -> None:
-        """End the walk: nothing more is requested. ``left_unfetched``: the stop itself left a page
-        unfetched (a cut-off download, an interruption), so it is a stop even if nothing is queued."""
+        """End the walk: nothing more is requested (and for :data:`HALTS`, no page in hand waits
+        any longer). ``left_unfetched``: the stop itself left a page unfetched (a cut-off
+        download, an interruption), so it is a stop even if nothing is queued."""
         if self._stop is None:
             self._stop, self._stop_always = reason, left_unfetched
             self.gate.stop()
+        if reason in HALTS and self._halting is None:
+            self._halting = call_later(HALT_GRACE, self.gate.halt)
 
     def reason_to_stop(self) -> str | None:
         return self._stop or self.budget.exhausted()

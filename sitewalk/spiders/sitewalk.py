@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import CloseSpider
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.gate import Halted
 from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
@@ -65,6 +67,7 @@ class SitewalkSpider(Spider):
         if state is not None:
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(spider.spider_idle, signal=signals.spider_idle)
         if spider.walk.config.sitemap and not spider.walk.resumed:
             spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"), spider.walk.results.sitemaps)
             crawler.signals.connect(spider._sitemaps.robots_parsed, signal=signals.robots_parsed)
@@ -107,8 +110,9 @@ class SitewalkSpider(Spider):
 
     async def parse(self, response: Response) -> AsyncIterator[Page]:
         walk = self.walk
+        gate = walk.gate
         page = _page(response)
-        in_hand = walk.gate.page_arrived(response, page)
+        in_hand = gate.page_arrived(response, page)
         if response.meta.get("sitewalk_seed"):
             walk.frontier.set_origin(response.url)
             if self._sitemaps is not None and walk.frontier.origin is not None:
@@ -116,18 +120,42 @@ class SitewalkSpider(Spider):
         walk.budget.count(page.byte_count, page.depth)
         self.crawler.stats.inc_value("sitewalk/budget/pages")
         self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
-        links = await self._read(response, page)
-        walk.gate.page_read(in_hand)
-        await in_hand.turn_to_admit()
-        if page.depth < walk.config.max_depth:
-            offsite = walk.frontier.admit(links, page.depth + 1, response.url)
-            if offsite:
-                self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
-        else:
-            walk.frontier.hold(links, page.depth + 1, response.url)
-        walk.gate.links_admitted(in_hand)
-        await in_hand.turn_to_consume()
+        # One page that cannot be read is that page's failure, not the walk's: it is counted,
+        # its links are not followed, and it takes its turn like any other page.
+        unreadable: Failed | None = None
+        try:
+            try:
+                links = await gate.unless_halted(self._read(response, page))
+            except Halted:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any fault of the reading is the page's failure
+                links, unreadable = [], self._unreadable(page, exc)
+            gate.page_read(in_hand)
+            await in_hand.turn_to_admit()
+            if page.depth < walk.config.max_depth:
+                offsite = walk.frontier.admit(links, page.depth + 1, response.url)
+                if offsite:
+                    self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
+            else:
+                walk.frontier.hold(links, page.depth + 1, response.url)
+            gate.links_admitted(in_hand)
+            await in_hand.turn_to_consume()
+        except Halted:
+            # The walk was halted (deadline, interruption) before this page's turn: it is not
+            # handed to the consumers, and the report lists it as unvisited.
+            in_hand.cancelled = True
+            walk.budget.give_back(page.byte_count)
+            return
+        if unreadable is not None:
+            self._failed(response.request, page.url, unreadable)  # type: ignore[arg-type]
+            return
         yield page
+
+    def _unreadable(self, page: Page, exc: Exception) -> Failed:
+        self.logger.warning("%s could not be read (%s: %s): a failure of kind read, its links not followed",
+                            page.final_url, type(exc).__name__, exc)
+        self.logger.debug("reading %s failed", page.final_url, exc_info=True)
+        return Failed("read", f"the page could not be read ({type(exc).__name__}: {exc}); its links are not followed")
 
     async def _read(self, response: Response, page: Page) -> list[str]:
         """Read the HTML of a 2xx page for its title, its links (within max_depth) and, for grep,
@@ -152,9 +180,13 @@ class SitewalkSpider(Spider):
 
     def errback(self, failure: Failure) -> None:
         walk = self.walk
-        walk.gate.request_over()
         request: Request = failure.request  # type: ignore[attr-defined]
         url = request.meta.get("redirect_urls", [request.url])[0]
+        if failure.check(Halted):
+            # Cut by a halt (see the gate): not fetched, listed as unvisited.
+            walk.gate.request_over(cancelled=url)
+            return
+        walk.gate.request_over()
         if failure.check(RobotsDisallowed, RobotsUnreachable):
             if not request.meta.get("sitewalk_seed"):
                 walk.results.robots_skipped.append(url)
@@ -169,6 +201,13 @@ class SitewalkSpider(Spider):
         if cut is not None:
             walk.stop(cut[0], left_unfetched=True)
         self._failed(request, url, Failed("budget", cut[1]) if cut is not None else describe(failure, request))
+
+    def spider_idle(self) -> None:
+        """A stop that came after the last request was sent (the deadline, a signal, while the
+        last pages were read or consumed) ends the walk with its reason, not as finished."""
+        stopped = self.walk.stopped(self.walk.reason_to_stop())
+        if stopped is not None:
+            raise CloseSpider(stopped)
 
     def sitemap(self, response: Response) -> None:
         """A sitemap file (not a page: no item, not in max_pages, in max_bytes): its URLs join the
