@@ -124,18 +124,34 @@ def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Po
     )
 
 
-def helper_processes() -> set[int]:
-    """Process ids of running page-reading helpers (sitewalk.pagereader), anyone's."""
+def helper_processes(parent: int | None = None) -> set[int]:
+    """Process ids of running page-reading helpers (sitewalk.pagereader): the children of process
+    ``parent`` (another test's walks, run beside this one, have helpers of their own), or anyone's."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
+                # The parent's pid is the field after the command's name, which is in parentheses.
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            if b"sitewalk.pagereader import serve" in cmdline:
+            if b"sitewalk.pagereader import serve" in cmdline and parent in (None, ppid):
                 pids.add(int(entry.name))
     return pids
+
+
+def running(pids: set[int]) -> set[int]:
+    """Which of ``pids`` are still running (not ended, nor ended and not yet reaped)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
 
 
 def wait_for_pages(site: Site, count: int, process: subprocess.Popen[str], timeout: float = 30) -> None:
