@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
 
+from sitewalk.gate import TICKET, Ticket  # noqa: E402
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
@@ -29,14 +31,14 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
     class exists so that this module, which imports the handler without its start-up cost, is
     what ``DOWNLOAD_HANDLERS`` names.
 
-    A halt of the walk (:meth:`sitewalk.gate.Gate.halt`) cuts a download in flight: it fails
-    with :class:`sitewalk.gate.Halted`, and the page is listed as unvisited.
+    A request the walk drops (:meth:`sitewalk.gate.Gate.cut`: a stop, the deadline, an
+    interruption) has its download cut: it fails with :class:`sitewalk.gate.Dropped`, and the
+    page is listed as unvisited.
     """
 
     async def download_request(self, request: Request) -> Response:
-        walk = getattr(self._crawler.spider, "walk", None)
+        ticket = request.meta.get(TICKET)
         download = super().download_request(request)
-        if walk is None:
+        if not isinstance(ticket, Ticket):
             return await download
-        response: Response = await walk.gate.unless_halted(download)
-        return response
+        return await ticket.unless_dropped(download)

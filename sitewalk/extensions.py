@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
     from scrapy.utils.asyncio import CallLaterResult
 
+    from sitewalk.gate import Ticket
+
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ class WalkReport(WalkComponent):
             failures=list(walk.results.failures),
             robots_skipped=list(walk.results.robots_skipped),
             # Pages a halt kept from the consumers first: they were next in the walk's order.
-            unvisited=walk.gate.cancelled() + walk.frontier.unvisited() if stopped else [],
+            unvisited=walk.gate.dropped() + walk.frontier.unvisited() if stopped else [],
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
             out_of_scope=walk.frontier.out_of_scope,
@@ -150,9 +152,10 @@ class WalkJournal(WalkComponent):
     """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
     same command resumes a walk that was stopped, killed or cut off by a power cut.
 
-    A line is written each time a request ends without a page or a page has gone through the
-    consumers (its items are in the feeds by then): what the frontier learnt, the pages done
-    (popped, and neither in flight nor in hand), the failures and robots.txt refusals, the budget
+    A line is written each time a request is done (:class:`sitewalk.gate.Ticket`: it ended
+    without a page, or its page has gone through the consumers, its items in the feeds by then):
+    what the frontier learnt, the pages done (popped, and not among the gate's pending requests:
+    in flight, in hand or dropped), the failures and robots.txt refusals, the budget
     the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
     feeds back to those sizes, so an item of a page fetched again is never written twice.
     """
@@ -170,14 +173,13 @@ class WalkJournal(WalkComponent):
         self._journal = jobs.Journal(path, walk.config.seed, resume=bool(walk.resumed))
         self._failures = len(walk.results.failures)
         self._skipped = len(walk.results.robots_skipped)
-        # Popped, and in flight or in hand at the last line: done once neither.
+        # Popped, and pending at the last line: done once not.
         self._undone: list[str] = []
-        self._last_popped: str | None = None
         self._due = False
         walk.gate.when_done(self._changed)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
-    def _changed(self) -> None:
+    def _changed(self, _: Ticket) -> None:
         # Written once the current callback is over: a failure is recorded after its request
         # ends, and every feed has written a page's last item when the page is consumed.
         if not self._due:
@@ -190,13 +192,9 @@ class WalkJournal(WalkComponent):
             return
         walk = self.walk
         changes = walk.frontier.take_changes()
-        if changes.popped:
-            self._last_popped = changes.popped[-1]
-        in_hand = walk.gate.in_hand()
-        # Pages a halt kept from the consumers are never done: a resumed walk fetches them again.
-        pending = {page.url for page in in_hand} | set(walk.gate.cancelled())
-        if walk.gate.in_flight and self._last_popped is not None:
-            pending.add(self._last_popped)
+        # Requests sent and not done, and those the walk dropped: a resumed walk sends them again.
+        pending = set(walk.gate.pending())
+        counted = [ticket.page for ticket in walk.gate.in_hand() if ticket.counted and ticket.page is not None]
         popped = self._undone + changes.popped
         self._undone = [url for url in popped if url in pending]
         failures, skipped = walk.results.failures, walk.results.robots_skipped
@@ -211,8 +209,8 @@ class WalkJournal(WalkComponent):
             "consumers": walk.results.consumers,
             "out_of_scope": walk.frontier.out_of_scope,
             # Pages in hand are fetched again by a resumed walk: they count then.
-            "pages": walk.budget.pages - len(in_hand),
-            "bytes": walk.budget.bytes - sum(page.byte_count for page in in_hand),
+            "pages": walk.budget.pages - len(counted),
+            "bytes": walk.budget.bytes - sum(page.byte_count for page in counted),
             "elapsed": round(walk.budget.elapsed(), 3),
             "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
         })

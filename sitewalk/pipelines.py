@@ -11,7 +11,7 @@ from parsel import Selector
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
-from sitewalk.gate import Halted
+from sitewalk.gate import Dropped
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.state import WalkComponent
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from sitewalk.gate import InHand
+    from sitewalk.gate import Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +41,13 @@ class WalkPipelineManager(ItemPipelineManager):
     async def process_item_async(self, item: Any) -> Any:
         walk = getattr(self.crawler.spider, "walk", None) if self.crawler is not None else None
         work = super().process_item_async(item)
-        if walk is None:
+        # Pages go through the pipelines one at a time, in request order: this item's is the one.
+        ticket = walk.gate.consuming() if walk is not None else None
+        if ticket is None:
             return await work
         try:
-            return await walk.gate.unless_halted(work)
-        except Halted:
+            return await ticket.unless_dropped(work)
+        except Dropped:
             raise HaltedItem("the walk was halted while the pipelines held this item") from None
 
 
@@ -67,7 +69,7 @@ class CallbackPipeline(WalkComponent):
         if self.walk.on_page_stops:
             self.walk.gate.add_check(self.may_stop)
 
-    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
+    def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
         """Any page in hand may be the one ``on_page`` stops at."""
         return bool(in_hand)
 

@@ -12,7 +12,6 @@ from scrapy.exceptions import NotConfigured
 
 from sitewalk.failures import Failed
 from sitewalk.items import Match, Page
-from sitewalk.pipelines import HaltedItem
 from sitewalk.state import WalkComponent
 from sitewalk.text import page_lines
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
-    from sitewalk.gate import InHand
+    from sitewalk.gate import Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -54,28 +53,29 @@ class ConsumedMiddleware(WalkComponent):
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        ticket = self._gate.ticket_of(response)
         try:
             async for output in result:
-                if not isinstance(output, Request):
-                    self._gate.item_out(response)
+                if ticket is not None and not isinstance(output, Request):
+                    self._gate.item_out(ticket)
                 yield output
         finally:
-            self._gate.output_done(response)
+            if ticket is not None:
+                self._gate.output_done(ticket)
 
     def item_done(self, response: Response) -> None:
-        """An item went through the pipelines (``item_scraped``), or was dropped there."""
-        self._gate.item_done(response)
+        """An item went through the pipelines (``item_scraped``), or was dropped or failed there."""
+        ticket = self._gate.ticket_of(response)
+        if ticket is not None:
+            self._gate.item_done(ticket)
 
-    def item_dropped(self, response: Response, exception: BaseException) -> None:
-        if isinstance(exception, HaltedItem):
-            page = self._gate.item_cancelled(response)
-            if page is not None:
-                self.walk.budget.give_back(page.byte_count)
-        self._gate.item_done(response)
+    def item_dropped(self, response: Response) -> None:
+        # An item a halt dropped (HaltedItem) leaves its ticket dropped: the page is not done.
+        self.item_done(response)
 
     def item_error(self, response: Response, failure: Failure) -> None:
         self._consumer_failed(response, failure, "a pipeline")
-        self._gate.item_done(response)
+        self.item_done(response)
 
     def spider_error(self, response: Response, failure: Failure) -> None:
         self._consumer_failed(response, failure, "a spider middleware")
@@ -135,12 +135,12 @@ class GrepMiddleware(WalkComponent):
     def matches(self) -> int:
         return self._state["grep_matches"]
 
-    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
+    def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
         """Whether the matches of the pages in hand could reach ``max_matches``."""
         pending = 0
         for entry in in_hand:
             page = entry.page
-            if page in self._counted:
+            if page is None or page in self._counted:
                 continue
             if entry.read or self._unmatchable(page):
                 pending += len(self._lines_and_hits(page)[1])

@@ -28,19 +28,23 @@ if TYPE_CHECKING:
 
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
+    from sitewalk.gate import Ticket
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
-__all__ = ["HALTS", "HALT_GRACE", "Budget", "Results", "Walk", "WalkComponent"]
+__all__ = ["CUTS", "HALTS", "HALT_GRACE", "Budget", "Results", "Walk", "WalkComponent"]
 
 logger = logging.getLogger(__name__)
 
-# Stops that also halt the walk (:meth:`sitewalk.gate.Gate.halt`) after HALT_GRACE seconds: then
-# no page waits for its turn, none is handed to the consumers, and downloads in flight are cut.
-# The grace lets what is nearly done (a page being read) go through; a component that holds its
-# page longer cannot hold the walk. Other stops (a limit reached, a consumer's stop) let the
-# pages in hand go through in order.
-HALTS = frozenset({"deadline", "interrupted", "error"})
+# Stops that drop the requests after the page they came on (:meth:`sitewalk.gate.Gate.cut`): a
+# consumer's stop and its error. Their pages are not handed to the consumers.
+CUTS = frozenset({"callback", "error"})
+# Stops that halt the walk (:meth:`sitewalk.gate.Gate.halt`) after HALT_GRACE seconds: then no
+# page waits for its turn, none is handed to the consumers (the one going through them included),
+# and downloads in flight are cut. The grace lets what is nearly done (a page being read) go
+# through; a component that holds its page longer cannot hold the walk. A limit reached
+# (max-pages) drops nothing: the requests it let go are the budget's and go through in order.
+HALTS = frozenset({"deadline", "interrupted"})
 HALT_GRACE = 0.5
 
 
@@ -58,6 +62,8 @@ class Budget:
         self.max_depth = config.max_depth
         self.pages = 0
         self.bytes = 0
+        # Page requests sent whose page is not counted yet (nor their end without one).
+        self.reserved = 0
         self._spent = 0.0
         self._started = time.monotonic()
         self._depth = -1
@@ -77,16 +83,30 @@ class Budget:
     def bytes_left(self) -> int:
         return self.max_bytes - self.bytes
 
-    def count(self, byte_count: int, depth: int) -> None:
-        """A page arrived: it counts, and the first page of each depth gets a progress line."""
+    def reserve(self) -> None:
+        """A page request is sent: it holds one of max_pages until it ends."""
+        self.reserved += 1
+
+    def release(self) -> None:
+        """A page request ended without a page that counts (it failed, or was dropped)."""
+        self.reserved -= 1
+
+    def count(self, byte_count: int, depth: int) -> str | None:
+        """A page's turn came (pages count in request order): it counts, and the first page of
+        each depth gets a progress line. If it does not fit in the bytes left, it does not
+        count; the reason it was cut off is returned."""
+        self.reserved -= 1
+        if byte_count > self.bytes_left():
+            return f"cut off at max_bytes (max_bytes={self.max_bytes}, {max(self.bytes_left(), 0)} left for this page)"
         self.pages += 1
         self.bytes += byte_count
         if depth != self._depth:
             self._depth = depth
             self.log_progress()
+        return None
 
     def give_back(self, byte_count: int) -> None:
-        """A page counted on arrival that a halt kept from the consumers: it is not fetched."""
+        """A page counted that the walk then dropped (it never reached the consumers): not fetched."""
         self.pages -= 1
         self.bytes -= byte_count
 
@@ -105,7 +125,7 @@ class Budget:
 
     def exhausted(self) -> str | None:
         """The limit the walk has reached, as a stop reason; None while there is budget left."""
-        if self.pages >= self.max_pages:
+        if self.pages + self.reserved >= self.max_pages:
             return "max-pages"
         if self.seconds_left() <= 0:
             return "deadline"
@@ -183,7 +203,8 @@ class Walk:
             no_parent=config.no_parent,
         ))
         self.budget = Budget(config, queued=self.frontier.__len__)
-        self.gate = Gate(config.delay)
+        self.gate = Gate(config.delay, config.concurrency)
+        self.gate.when_done(self._request_done)
         self.results = Results()
         # For grep with a plain-text pattern: which pages cannot match, told from their source;
         # they are neither read for lines nor waited for by the gate.
@@ -215,6 +236,8 @@ class Walk:
         if self._stop is None:
             self._stop, self._stop_always = reason, left_unfetched
             self.gate.stop()
+        if reason in CUTS:
+            self.gate.cut()
         if reason in HALTS and self._halting is None:
             self._halting = call_later(HALT_GRACE, self.gate.halt)
 
@@ -226,6 +249,14 @@ class Walk:
         if reason is not None and len(self.frontier):
             return reason
         return self._stop if self._stop_always else None
+
+    def _request_done(self, ticket: Ticket) -> None:
+        """A request is done: its hold on max_pages ends, and a page the walk dropped after it
+        counted is not fetched after all."""
+        if ticket.holds_page:
+            self.budget.release()
+        elif ticket.counted and ticket.dropped.done() and ticket.page is not None:
+            self.budget.give_back(ticket.page.byte_count)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
