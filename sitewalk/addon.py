@@ -83,7 +83,8 @@ class Addon:
     """Puts the walk's components into Scrapy's component priority dicts (so a project's own
     middlewares, extensions and pipelines add to them), with the one consumer the walk's
     arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
-    feed sets them); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
+    feed sets them); ``CONCURRENT_REQUESTS`` and ``CONCURRENT_REQUESTS_PER_DOMAIN`` are the
+    walk's ``concurrency`` (the gate is what limits requests in flight); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
     as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
     ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
     a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
@@ -109,6 +110,9 @@ class Addon:
         for path in _NEVER:
             base.pop(path, None)
         settings.set("EXTENSIONS_BASE", base, priority=settings.getpriority("EXTENSIONS_BASE") or 0)
+        # The gate decides how many requests are in flight; Scrapy's limits only must not be lower.
+        for name in ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN"):
+            settings.set(name, walk.config.concurrency, priority=_at_least_spider(settings, name))
         if walk.config.headers:
             headers = {**settings.getdict("DEFAULT_REQUEST_HEADERS"), **walk.config.headers}
             settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))

@@ -24,7 +24,8 @@ USER_AGENT = f"sitewalk/{__version__} (+https://pypi.org/project/sitewalk/)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "sitewalk"
 
-# One request at a time: the walk's gate releases the next one itself. FIFO queues keep what
+# The walk's gate releases each request itself, as many in flight as its concurrency argument
+# (the add-on sets these two to it). FIFO queues keep what
 # does go through the scheduler (redirect hops) in order; CONCURRENT_ITEMS=1 keeps a page's
 # items (grep's matches) in order through the pipelines.
 CONCURRENT_REQUESTS = 1

@@ -21,7 +21,8 @@ Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds betw
 writes), ``encoding`` (of the body text, utf-8), ``raw`` (text sent as the whole answer, then the
 connection is closed), ``cut`` (close the connection after that many body bytes), ``close``
 (close the connection without answering). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
-and ``bytes_sent`` is logged on a second line when the body was written.
+``answering`` (how many requests the server was answering at once, this one included), and
+``bytes_sent`` is logged on a second line when the body was written.
 """
 
 from __future__ import annotations
@@ -45,12 +46,20 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
-        self.server.log({
-            "time": time.time(),
-            "method": "GET",
-            "path": self.path,
-            "headers": dict(self.headers.items()),
-        })
+        answering = self.server.begin()
+        try:
+            self.server.log({
+                "time": time.time(),
+                "method": "GET",
+                "path": self.path,
+                "headers": dict(self.headers.items()),
+                "answering": answering,
+            })
+            self.answer()
+        finally:
+            self.server.end()
+
+    def answer(self) -> None:
         answered = getattr(self, "answered", 0)
         limit = self.server.requests_per_connection
         if limit and answered >= limit:
@@ -116,8 +125,19 @@ class Server(ThreadingHTTPServer):
         self.requests_per_connection = requests_per_connection
         self._log = log_path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
+        self.answering = 0
         host_part = f"[{host}]" if ":" in host else host
         self.origin = f"http://{host_part}:{self.server_address[1]}"
+
+    def begin(self) -> int:
+        """A request arrived: how many the server is answering now, this one included."""
+        with self._lock:
+            self.answering += 1
+            return self.answering
+
+    def end(self) -> None:
+        with self._lock:
+            self.answering -= 1
 
     def log(self, entry: dict[str, Any]) -> None:
         with self._lock:
