@@ -23,7 +23,7 @@ _DESCRIPTION = (
     "Walk one web site breadth-first from URL: same origin only, every page once, robots.txt obeyed, "
     "inside the budgets below. Items go to the -o file(s), or as JSON lines to stdout; progress and "
     "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it), 2 for invalid "
-    "arguments, 1 when the seed itself could not be fetched."
+    "arguments, 1 when the seed itself could not be fetched, 3 with --fail-on-broken when any link is broken."
 )
 
 

@@ -138,6 +138,20 @@ class WalkConfig:
         default=20_000_000, metadata=_arg("most body bytes (after decompression) to download for the whole walk", minimum=1)
     )
     report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
+    html_report: str | None = field(
+        default=None,
+        metadata=_arg("path of a self-contained HTML report of the walk (broken links, redirects, slowest pages), "
+                      "written when it ends"),
+    )
+    junit: str | None = field(
+        default=None,
+        metadata=_arg("path of a JUnit XML file: one testsuite per fetched page, one testcase per link the walk "
+                      "checked, broken links as failures"),
+    )
+    fail_on_broken: bool = field(
+        default=False,
+        metadata=_arg("exit with status 3 when any link the walk checked is broken (4xx, 5xx or a failure)"),
+    )
     grep: str | None = field(
         default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")
     )
@@ -179,6 +193,12 @@ class WalkConfig:
         default=False,
         metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
     )
+
+    @property
+    def link_report(self) -> bool:
+        """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``):
+        the walk then reads the links of the pages at ``max_depth`` too."""
+        return self.html_report is not None or self.junit is not None or self.fail_on_broken
 
     @property
     def consumer(self) -> str:
@@ -304,8 +324,9 @@ def _url_problem(url: str) -> str:
     return ""
 
 
-def _check_report(report: str, surface: Surface) -> None:
-    """The report is written at the end of the walk: a path it cannot be written to fails now."""
+def _check_report(report: str, surface: Surface, name: str = "report", example: str = "report.json") -> None:
+    """The report (or ``name``, another output written at the end of the walk): a path it cannot
+    be written to fails now."""
     path = Path(report)
     directory = path.parent
     problem = None
@@ -317,8 +338,8 @@ def _check_report(report: str, surface: Surface) -> None:
         problem = f"is in a directory this process cannot write to ({str(directory)!r})"
     if problem is not None:
         raise SitewalkError(
-            f"report {report!r} {problem}: give a file path in an existing directory, "
-            f"e.g. {surface.argument('report', 'report.json')}"
+            f"{name} {report!r} {problem}: give a file path in an existing directory, "
+            f"e.g. {surface.argument(name, example)}"
         )
 
 
@@ -327,6 +348,10 @@ def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI
     the report's path and the sitewalk settings."""
     if config.report is not None:
         _check_report(config.report, surface)
+    if config.html_report is not None:
+        _check_report(config.html_report, surface, "html_report", "walk.html")
+    if config.junit is not None:
+        _check_report(config.junit, surface, "junit", "links.xml")
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))

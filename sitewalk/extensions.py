@@ -18,6 +18,7 @@ from twisted.internet.task import LoopingCall
 from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.items import Report
+from sitewalk.linkreport import write_junit
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def _nothing() -> None:
 
 class WalkReport(WalkComponent):
     """Writes how the walk went when it ends: the report (``report`` argument, or beside a
-    scrapyd job's items) and its one-line summary in the log.
+    scrapyd job's items), the ``junit`` file if asked for, and the report's
+    one-line summary in the log.
 
     ``stopped`` is Scrapy's close reason (``finish_reason``): null for ``finished``,
     ``interrupted`` for Scrapy's own ``shutdown``. Stats: ``sitewalk/budget/stopped/<reason>``.
@@ -135,11 +137,19 @@ class WalkReport(WalkComponent):
             out_of_scope=walk.frontier.out_of_scope,
             sitemaps=list(walk.results.sitemaps),
         )
+        book = walk.results.links
+        verdicts = book.verdicts(report.failures, report.error)
+        report.broken_links = book.broken(verdicts)
         if report.out_of_scope:
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        config = walk.config
+        if config.junit is not None:
+            write_junit(config.junit, book, verdicts)
         logger.info("sitewalk: %s", report.summary(walk.config.consumer))
+        if report.broken_links and config.link_report:
+            logger.info("sitewalk: %d broken links (the report's broken_links)", len(report.broken_links))
         if report.robots_skipped:
             logger.info(
                 "sitewalk: %d pages skipped because robots.txt disallows them "

@@ -178,6 +178,9 @@ class Report:
     out_of_scope: int = 0
     # The sitemap files read (sitemap=true).
     sitemaps: list[str] = field(default_factory=list)
+    # Each broken URL (4xx, 5xx, a failure: sitewalk.linkreport.BROKEN_KINDS) with url, status,
+    # kind, reason, inlinks (how many fetched pages link to it) and linked_from (the first 10).
+    broken_links: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

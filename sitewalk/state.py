@@ -15,6 +15,7 @@ from sitewalk.failures import timed_out, too_large
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.items import human_bytes
+from sitewalk.linkreport import LinkBook
 from sitewalk.text import Absence
 
 if TYPE_CHECKING:
@@ -165,8 +166,8 @@ class Budget:
 @dataclass
 class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
-    what consumers count across a resumed walk (the grep match budget spent) and the sitemap
-    files read."""
+    what consumers count across a resumed walk (the grep match budget spent), the sitemap
+    files read and the links of the pages fetched (not kept across a resumed walk)."""
 
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
@@ -174,6 +175,8 @@ class Results:
     seed_error: tuple[str, Failed] | None = None
     consumers: dict[str, int] = field(default_factory=dict)
     sitemaps: list[str] = field(default_factory=list)
+    # Every fetched page and its links, for the inlinks of broken links (sitewalk.linkreport).
+    links: LinkBook = field(default_factory=LinkBook)
 
 
 class Walk:

@@ -22,7 +22,7 @@ def test_defaults_live_in_one_place():
     assert WalkConfig.from_mapping({"seed": SEED}) == WalkConfig(seed=SEED)
     assert {f.name: f.default for f in dataclasses.fields(WalkConfig) if f.name != "headers"} == {
         "seed": dataclasses.MISSING, "max_depth": 1, "max_pages": 20, "delay": 0.25, "deadline": 60.0,
-        "max_bytes": 20_000_000, "report": None, "grep": None, "max_matches": 50, "ignore_case": False,
+        "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
         "include": None, "exclude": None, "no_parent": False, "content": None, "main_content": False,
         "links": False, "sitemap": False,

@@ -20,6 +20,7 @@ from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments, check_run
 from sitewalk.exceptions import SitewalkError
+from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, Surface
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
 
 logger = logging.getLogger(__name__)
+
+# The exit status of a walk that ran and found broken links, with fail_on_broken (0: it ran,
+# 1: the seed failed, 2: bad input).
+EXIT_BROKEN = 3
 
 # Scrapy's loggers whose INFO lines quiet_scrapy_info keeps out of a walk's log.
 _QUIET_AT_INFO = (
@@ -37,7 +42,8 @@ _QUIET_AT_INFO = (
 
 class Command(ScrapyCrawlCommand):
     """Validates the walk's ``-a`` arguments before anything starts and exits non-zero when the
-    seed could not be fetched (exit status 2 for bad input, 1 for a failed seed).
+    seed could not be fetched (exit status 2 for bad input, 1 for a failed seed; with
+    ``fail_on_broken``, :data:`EXIT_BROKEN` when the report lists broken links).
 
     Ctrl-C or SIGTERM (scrapyd's cancel) stops the walk after the page in flight, with the close
     reason ``interrupted``; a second one stops the process at once. ``-h`` lists the walk's arguments.
@@ -87,6 +93,17 @@ class Command(ScrapyCrawlCommand):
                 logger.error("sitewalk: error: %s", message)
             print(f"sitewalk: error: {message}", file=sys.stderr)
             self.exitcode = 1
+        elif config.fail_on_broken and _broken_links(crawler):
+            self.exitcode = EXIT_BROKEN
+
+
+def _broken_links(crawler: Crawler) -> int:
+    """How many broken links the walk's report lists (fail_on_broken), said in the log."""
+    reporter = crawler.get_extension(WalkReport)
+    count = len(reporter.report.broken_links) if reporter is not None and reporter.report is not None else 0
+    if count:
+        logger.error("sitewalk: %d broken links: exit status %d (fail_on_broken)", count, EXIT_BROKEN)
+    return count
 
 
 def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:

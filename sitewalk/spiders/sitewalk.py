@@ -162,6 +162,8 @@ class SitewalkSpider(Spider):
             else:
                 walk.frontier.hold(links, page.depth + 1, response.url)
             gate.links_admitted(ticket)
+            if ticket.counted:
+                walk.results.links.page_fetched(page, links, response.meta)
             await ticket.turn_to_consume()
         except Dropped:
             # The walk let go of this request (a stop after an earlier page, the deadline, an
@@ -190,7 +192,8 @@ class SitewalkSpider(Spider):
         absence = walk.absence
         read, tree = await self._reader.read(
             markup, response.url,
-            links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links),
+            links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links
+                                  or walk.config.link_report),
             lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
             content=successful, encoding=None if utf8 else page.encoding,
         )

@@ -1,0 +1,191 @@
+"""Which fetched page links to which URL, and which of those URLs are broken: the report's
+``broken_links``, the HTML report's tables and the JUnit file."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sitewalk.items import Page
+
+__all__ = ["BROKEN_KINDS", "FIRST_INLINKS", "LinkBook", "PageRecord", "Verdict", "http_reason", "write_junit"]
+
+# The failure kinds (sitewalk.failures) that make a link broken: the URL could not be fetched.
+# Not: robots (never asked for), budget (the walk's own limit cut it), too-large (DOWNLOAD_MAXSIZE,
+# the walk's choice), off-origin (a redirect that works, to another site), read and consumer (the
+# page was fetched).
+BROKEN_KINDS = frozenset({
+    "network", "timeout", "dns", "refused", "protocol", "guard", "redirect-loop", "too-many-redirects", "other",
+})
+# How many of the pages that link to a URL are named; all of them are counted.
+FIRST_INLINKS = 10
+# XML 1.0 has no place for these characters, even escaped; a reason may carry them.
+_NOT_XML = dict.fromkeys(c for c in range(32) if c not in (9, 10, 13))
+
+
+@dataclass(slots=True)
+class PageRecord:
+    """What the reports say of one fetched page; ``latency``: Scrapy's ``download_latency``, seconds."""
+
+    url: str
+    final_url: str
+    status: int
+    depth: int
+    byte_count: int
+    latency: float | None
+    title: str | None
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What became of one URL the walk checked: its ``status`` (None when it failed), ``kind``
+    (``http`` for a status, else a failure kind) and ``reason``."""
+
+    url: str
+    status: int | None
+    kind: str
+    reason: str
+
+    @property
+    def broken(self) -> bool:
+        return self.status is None or self.status >= 400
+
+
+def http_reason(status: int) -> str:
+    """``HTTP 404 Not Found``; a status without a standard phrase is ``HTTP 599``."""
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+class LinkBook:
+    """The walk's fetched pages, in the order they were consumed, and every link each has.
+
+    Each distinct URL is kept once (an id); each page keeps its links as 4-byte ids, each once;
+    for each URL, how many pages link to it and the first :data:`FIRST_INLINKS` of them. A page's
+    redirect hops are kept as ``(from, to, status)``. The links of a page are those the walk read
+    (:func:`sitewalk.links.page_links`: followable, on any origin).
+    """
+
+    def __init__(self) -> None:
+        self.pages: list[PageRecord] = []
+        self.redirects: list[tuple[str, str, int | None]] = []
+        self._ids: dict[str, int] = {}
+        self._urls: list[str] = []
+        self._inlinks: list[int] = []
+        self._first: list[list[int]] = []
+        self._links: list[array[int]] = []
+        # Page index by its URL and its final URL (a link may name either).
+        self._page_of: dict[str, int] = {}
+
+    def page_fetched(self, page: Page, links: list[str], meta: Mapping[str, Any]) -> None:
+        """A page went through the walk with ``links`` (its response's ``meta`` has the download
+        time and the redirect hops)."""
+        index = len(self.pages)
+        self.pages.append(PageRecord(page.url, page.final_url, page.status, page.depth, page.byte_count,
+                                     meta.get("download_latency"), page.title))
+        self._page_of.setdefault(page.url, index)
+        self._page_of.setdefault(page.final_url, index)
+        hops = [*meta.get("redirect_urls", ()), page.final_url]
+        reasons = meta.get("redirect_reasons", ())
+        for step in range(len(hops) - 1):
+            reason = reasons[step] if step < len(reasons) else None
+            self.redirects.append((hops[step], hops[step + 1], reason if isinstance(reason, int) else None))
+        ids: array[int] = array("I")
+        seen: set[int] = set()
+        for link in links:
+            number = self._ids.get(link)
+            if number is None:
+                number = self._ids[link] = len(self._urls)
+                self._urls.append(link)
+                self._inlinks.append(0)
+                self._first.append([])
+            if number in seen:
+                continue
+            seen.add(number)
+            ids.append(number)
+            self._inlinks[number] += 1
+            if len(self._first[number]) < FIRST_INLINKS:
+                self._first[number].append(index)
+        self._links.append(ids)
+
+    def inlinks(self, url: str) -> tuple[int, list[str]]:
+        """How many fetched pages link to ``url``, and the URLs of the first of them."""
+        number = self._ids.get(url)
+        if number is None:
+            return 0, []
+        return self._inlinks[number], [self.pages[index].url for index in self._first[number]]
+
+    def verdicts(self, failures: list[dict[str, str | None]], error: dict[str, str] | None = None) -> dict[str, Verdict]:
+        """What became of each URL the walk checked: each fetched page's status, and the failures
+        of :data:`BROKEN_KINDS` (``error``: the seed's)."""
+        found: dict[str, Verdict] = {}
+        records: list[Mapping[str, str | None]] = [*failures, *([error] if error else [])]
+        for record in records:
+            url, kind = record["url"], record["kind"]
+            if url and kind in BROKEN_KINDS:
+                found.setdefault(url, Verdict(url, None, kind, record["reason"] or kind))
+        for url, index in self._page_of.items():
+            status = self.pages[index].status
+            found[url] = Verdict(url, status, "http", http_reason(status))
+        return found
+
+    def broken(self, verdicts: dict[str, Verdict]) -> list[dict[str, Any]]:
+        """The report's ``broken_links``: each broken URL once (by the URL it was requested as), with
+        its inlinks, most linked first (then in the order the walk met them)."""
+        rows: list[tuple[int, dict[str, Any]]] = []
+        for url, verdict in verdicts.items():
+            if not verdict.broken or (verdict.status is not None and self.pages[self._page_of[url]].url != url):
+                continue
+            count, first = self.inlinks(url)
+            rows.append((count, {"url": url, "status": verdict.status, "kind": verdict.kind, "reason": verdict.reason,
+                                 "inlinks": count, "linked_from": first}))
+        rows.sort(key=lambda row: -row[0])
+        return [row for _, row in rows]
+
+    def page_links(self) -> Iterator[tuple[PageRecord, list[str]]]:
+        """Each fetched page with its links (each once), in the order the walk fetched them."""
+        urls = self._urls
+        for page, ids in zip(self.pages, self._links, strict=True):
+            yield page, [urls[number] for number in ids]
+
+    def checked_links(self, verdicts: dict[str, Verdict]) -> Iterator[tuple[PageRecord, list[Verdict]]]:
+        """Each fetched page with the verdicts of its links the walk checked, in the page's order."""
+        for page, links in self.page_links():
+            yield page, [verdicts[url] for url in links if url in verdicts]
+
+
+def write_junit(path: str, book: LinkBook, verdicts: dict[str, Verdict]) -> None:
+    """The JUnit XML file: one testsuite per fetched page (named by its URL), one testcase per link
+    it has that the walk checked, a broken one a ``failure`` whose type is its kind."""
+    root = ET.Element("testsuites", name="sitewalk")
+    total = failed = 0
+    for page, links in book.checked_links(verdicts):
+        broken = sum(verdict.broken for verdict in links)
+        suite = ET.SubElement(root, "testsuite", name=_xml(page.url), tests=str(len(links)), failures=str(broken),
+                              errors="0", skipped="0", time=f"{page.latency or 0:.3f}")
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (("status", page.status), ("depth", page.depth)):
+            ET.SubElement(properties, "property", name=name, value=str(value))
+        for verdict in links:
+            case = ET.SubElement(suite, "testcase", classname=_xml(page.url), name=_xml(verdict.url))
+            if verdict.broken:
+                failure = ET.SubElement(case, "failure", message=_xml(verdict.reason), type=verdict.kind)
+                failure.text = _xml(f"{verdict.url} linked from {page.url}: {verdict.reason}")
+        total += len(links)
+        failed += broken
+    root.set("tests", str(total))
+    root.set("failures", str(failed))
+    ET.indent(root)
+    Path(path).write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n")
+
+
+def _xml(text: str) -> str:
+    return text.translate(_NOT_XML)
