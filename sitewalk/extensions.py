@@ -17,6 +17,7 @@ from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
 from sitewalk.failures import Failed
+from sitewalk.htmlreport import write_html
 from sitewalk.items import Report
 from sitewalk.linkreport import write_junit
 from sitewalk.state import WalkComponent
@@ -103,7 +104,7 @@ def _nothing() -> None:
 
 class WalkReport(WalkComponent):
     """Writes how the walk went when it ends: the report (``report`` argument, or beside a
-    scrapyd job's items), the ``junit`` file if asked for, and the report's
+    scrapyd job's items), the ``junit`` and ``html_report`` files if asked for, and the report's
     one-line summary in the log.
 
     ``stopped`` is Scrapy's close reason (``finish_reason``): null for ``finished``,
@@ -147,6 +148,8 @@ class WalkReport(WalkComponent):
         config = walk.config
         if config.junit is not None:
             write_junit(config.junit, book, verdicts)
+        if config.html_report is not None:
+            write_html(config.html_report, report, book, config)
         logger.info("sitewalk: %s", report.summary(walk.config.consumer))
         if report.broken_links and config.link_report:
             logger.info("sitewalk: %d broken links (the report's broken_links)", len(report.broken_links))

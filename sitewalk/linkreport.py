@@ -117,11 +117,11 @@ class LinkBook:
         self._links.append(ids)
 
     def inlinks(self, url: str) -> tuple[int, list[str]]:
-        """How many fetched pages link to ``url``, and the URLs of the first of them."""
+        """How many fetched pages link to ``url``, and the (final) URLs of the first of them."""
         number = self._ids.get(url)
         if number is None:
             return 0, []
-        return self._inlinks[number], [self.pages[index].url for index in self._first[number]]
+        return self._inlinks[number], [self.pages[index].final_url for index in self._first[number]]
 
     def verdicts(self, failures: list[dict[str, str | None]], error: dict[str, str] | None = None) -> dict[str, Verdict]:
         """What became of each URL the walk checked: each fetched page's status, and the failures
@@ -163,22 +163,22 @@ class LinkBook:
 
 
 def write_junit(path: str, book: LinkBook, verdicts: dict[str, Verdict]) -> None:
-    """The JUnit XML file: one testsuite per fetched page (named by its URL), one testcase per link
+    """The JUnit XML file: one testsuite per fetched page (named by its final URL), one testcase per link
     it has that the walk checked, a broken one a ``failure`` whose type is its kind."""
     root = ET.Element("testsuites", name="sitewalk")
     total = failed = 0
     for page, links in book.checked_links(verdicts):
         broken = sum(verdict.broken for verdict in links)
-        suite = ET.SubElement(root, "testsuite", name=_xml(page.url), tests=str(len(links)), failures=str(broken),
+        suite = ET.SubElement(root, "testsuite", name=_xml(page.final_url), tests=str(len(links)), failures=str(broken),
                               errors="0", skipped="0", time=f"{page.latency or 0:.3f}")
         properties = ET.SubElement(suite, "properties")
         for name, value in (("status", page.status), ("depth", page.depth)):
             ET.SubElement(properties, "property", name=name, value=str(value))
         for verdict in links:
-            case = ET.SubElement(suite, "testcase", classname=_xml(page.url), name=_xml(verdict.url))
+            case = ET.SubElement(suite, "testcase", classname=_xml(page.final_url), name=_xml(verdict.url))
             if verdict.broken:
                 failure = ET.SubElement(case, "failure", message=_xml(verdict.reason), type=verdict.kind)
-                failure.text = _xml(f"{verdict.url} linked from {page.url}: {verdict.reason}")
+                failure.text = _xml(f"{verdict.url} linked from {page.final_url}: {verdict.reason}")
         total += len(links)
         failed += broken
     root.set("tests", str(total))

@@ -59,7 +59,7 @@ def test_junit_one_suite_per_page_one_case_per_checked_link(make_site, tmp_path)
     xml = JUnitXml.fromfile(str(tmp_path / "links.xml"))
     suites = {suite.name: suite for suite in xml}
     # The pages fetched, in order (/dead failed: no page).
-    assert list(suites) == [site(path) for path in ("/", "/a", "/b", "/gone", "/r", "/err")]
+    assert list(suites) == [site(path) for path in ("/", "/a", "/b", "/gone", "/c", "/err")]
     home = suites[site("/")]
     cases = {case.name: case for case in home}
     assert list(cases) == [site("/a"), site("/b"), site("/gone"), site("/r")]
