@@ -124,7 +124,8 @@ def _summary(report: Report, config: WalkConfig) -> list[str]:
         ("Bytes", escape(human_bytes(report.bytes))),
         ("Time", f"{report.elapsed_s:.2f} s"),
         ("Broken links", str(len(report.broken_links))),
-        ("Outcome", escape(report.summary(config.consumer).split("; ", 1)[1].split("; failures:", 1)[0])),
+        ("Outcome", escape(report.ending(config.consumer))),
+        ("Failures", str(len(report.failures))),
     ]
     return ['<h2 id="walk">The walk</h2><dl>', *(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows), "</dl>"]
 
@@ -250,7 +251,7 @@ def _top(heading: str, key_name: str, pages: Sequence[PageRecord], key: Callable
 
 def _not_fetched(report: Report) -> list[str]:
     guarded = [failure["url"] or "" for failure in report.failures if failure["kind"] == "guard"]
-    stop = report.summary().split("; ", 1)[1].split("; failures:", 1)[0]
+    stop = report.ending()
     groups = [
         ("robots", "Disallowed by robots.txt (set -s ROBOTSTXT_OBEY=false to fetch them)", report.robots_skipped),
         ("guard", "Refused by the address guard (allow their network with SITEWALK_GUARD_ALLOW_NETWORKS)", guarded),
@@ -265,6 +266,18 @@ def _not_fetched(report: Report) -> list[str]:
             out.extend(f"<tr><td>{_link(url)}</td></tr>" for url in urls[:MAX_ROWS])
             out.append("</tbody></table>")
             out.extend(_more(len(urls), "URLs", "the report JSON has them all"))
+    # Every failure, broken link or not (a redirect off the origin, a body past DOWNLOAD_MAXSIZE,
+    # a download cut off by the budget, a page that could not be read).
+    failures = report.failures
+    out.append(f'<h3 id="failures">Failures: {len(failures)}</h3>')
+    if failures:
+        out.append('<table id="failures-table" data-filter><thead><tr><th data-sortable>URL</th><th data-sortable>Kind</th>'
+                   "<th>Reason</th><th data-sortable>Found on</th></tr></thead><tbody>")
+        out.extend(f'<tr><td>{_link(failure["url"] or "")}</td><td>{escape(failure["kind"] or "")}</td>'
+                   f'<td>{escape(failure["reason"] or "")}</td><td>{_link(failure.get("found_on") or "")}</td></tr>'
+                   for failure in failures[:MAX_ROWS])
+        out.append("</tbody></table>")
+        out.extend(_more(len(failures), "failures", "the report JSON has them all"))
     return out
 
 

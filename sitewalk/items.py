@@ -185,12 +185,17 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def ending(self, consumer: str = "index") -> str:
+        """How the walk ended, as the summary says it: ``stopped: max-pages — raise --max-pages``,
+        ``stopped: no (ran out of pages)`` or ``walk failed: <the seed's reason>``."""
+        remedy = _REMEDIES.get("max-matches" if self.stopped == "callback" and consumer == "grep" else self.stopped or "")
+        stopped = f"{self.stopped} — {remedy}" if remedy else self.stopped or "no (ran out of pages)"
+        return f"walk failed: {self.error['reason']}" if self.error is not None else f"stopped: {stopped}"
+
     def summary(self, consumer: str = "index") -> str:
         """The one line logged at the end of every walk; a stop names the ``sitewalk`` option
         that would change it (``consumer``: the walk's, whose limit a ``callback`` stop may be)."""
-        remedy = _REMEDIES.get("max-matches" if self.stopped == "callback" and consumer == "grep" else self.stopped or "")
-        stopped = f"{self.stopped} — {remedy}" if remedy else self.stopped or "no (ran out of pages)"
-        ending = f"walk failed: {self.error['reason']}" if self.error is not None else f"stopped: {stopped}"
+        ending = self.ending(consumer)
         return (
             f"{self.fetched} pages, {human_bytes(self.bytes)} in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
             f"{ending}; failures: {len(self.failures)}; "

@@ -139,16 +139,16 @@ class LinkBook:
 
     def broken(self, verdicts: dict[str, Verdict]) -> list[dict[str, Any]]:
         """The report's ``broken_links``: each broken URL once (by the URL it was requested as), with
-        its inlinks, most linked first (then in the order the walk met them)."""
-        rows: list[tuple[int, dict[str, Any]]] = []
+        its inlinks, most linked first (then in the order pages first linked to them; the seed first)."""
+        rows: list[tuple[int, int, dict[str, Any]]] = []
         for url, verdict in verdicts.items():
             if not verdict.broken or (verdict.status is not None and self.pages[self._page_of[url]].url != url):
                 continue
             count, first = self.inlinks(url)
-            rows.append((count, {"url": url, "status": verdict.status, "kind": verdict.kind, "reason": verdict.reason,
+            rows.append((-count, self._ids.get(url, -1), {"url": url, "status": verdict.status, "kind": verdict.kind, "reason": verdict.reason,
                                  "inlinks": count, "linked_from": first}))
-        rows.sort(key=lambda row: -row[0])
-        return [row for _, row in rows]
+        rows.sort(key=lambda row: row[:2])
+        return [row for _, _, row in rows]
 
     def page_links(self) -> Iterator[tuple[PageRecord, list[str]]]:
         """Each fetched page with its links (each once), in the order the walk fetched them."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from sitewalk import walk
 from sitewalk.htmlreport import MAX_ROWS, render
 from sitewalk.items import Report
 from sitewalk.linkreport import LinkBook
-from tests.conftest import LOOPBACK
+from tests.conftest import LOOPBACK, allow_loopback, run_cli, run_sitewalk, start_cli, wait_for_pages
 from tests.test_walk_linkreport import BROKEN_SITE
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,6 +55,48 @@ def test_long_tables_are_cut_and_say_so():
     text = render(report, book, _config())
     assert text.count('<tr><td><a href="http://site.test/') == MAX_ROWS
     assert f"The first {MAX_ROWS} of {MAX_ROWS + 7} URLs" in text
+
+
+def test_a_stopped_walk_says_what_it_left_and_which_option_changes_it(make_site, tmp_path):
+    site = make_site(BROKEN_SITE)
+    result = run_sitewalk(site("/"), "--delay", "0", "--max-pages", "2", "--html-report", "walk.html",
+                          "-o", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert site.paths() == ["/", "/a"]
+    text = (tmp_path / "walk.html").read_text(encoding="utf-8")
+    assert "stopped: max-pages — raise --max-pages" in text
+    assert "Known but not fetched when the walk ended (stopped: max-pages — raise --max-pages): 3" in text
+    for path in ("/b", "/gone", "/r"):
+        assert f'<tr><td><a href="{site(path)}"' in text
+
+
+def test_scrapy_crawl_writes_it_after_ctrl_c(make_site, tmp_path):
+    filler = "<p>" + "filler " * 3000 + "</p>"
+    site = make_site({"/": {"links": [f"/p{i}" for i in range(30)], "body": filler},
+                      **{f"/p{i}": {"title": f"P{i}", "body": filler} for i in range(30)}})
+    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "html_report=walk.html",
+                        "-a", "report=r.json", *allow_loopback(), cwd=tmp_path)
+    wait_for_pages(site, 3, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped"] == "interrupted"
+    text = (tmp_path / "walk.html").read_text(encoding="utf-8")
+    assert "<dt>Outcome</dt><dd>stopped: interrupted</dd>" in text
+    assert f"<dt>Pages</dt><dd>{report['fetched']}</dd>" in text
+    assert f"Known but not fetched when the walk ended (stopped: interrupted): {len(report['unvisited'])}" in text
+
+
+def test_a_path_that_cannot_be_written_fails_before_the_walk(make_site, tmp_path):
+    site = make_site(BROKEN_SITE)
+    result = run_cli("-a", f"seed={site('/')}", "-a", "html_report=no/such/dir/walk.html", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        "sitewalk: error: html_report 'no/such/dir/walk.html' is in a directory that does not exist ('no/such/dir'): "
+        "give a file path in an existing directory, e.g. -a html_report=walk.html"
+    )
+    assert site.paths() == []
 
 
 def _config():
