@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_ROWS", "write_html"]
 
 # The most rows a table shows; the rest are counted (the report JSON has them all), so that a
-# 20,000-page walk's report stays small and opens at once.
-MAX_ROWS = 500
+# 20,000-page walk's report stays small and opens at once (and sections off screen are not laid
+# out until scrolled to: content-visibility).
+MAX_ROWS = 200
 # How many of the slowest and of the largest pages are listed.
 TOP = 50
 CLASSES = ("2xx", "3xx", "4xx", "5xx", "failed")
@@ -34,7 +35,8 @@ _COLOURS = {"2xx": "#2e7d32", "3xx": "#1565c0", "4xx": "#ef6c00", "5xx": "#c6282
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:75em;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0;width:100%}th,td{border:1px solid #ddd;padding:.25em .5em;
+section{content-visibility:auto;contain-intrinsic-size:auto 30em}
+table{border-collapse:collapse;margin:.5em 0;width:100%;table-layout:fixed}th,td{border:1px solid #ddd;padding:.25em .5em;
 text-align:left;vertical-align:top}td.n,th.n{text-align:right}th{background:#f4f4f4}
 th[data-sortable]{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}td{overflow-wrap:anywhere}
@@ -60,7 +62,9 @@ document.querySelectorAll("th[data-sortable]").forEach(function (th) {
       var x = key(a), y = key(b), order = x < y ? -1 : x > y ? 1 : 0;
       return down ? -order : order;
     });
-    rows.forEach(function (row) { body.appendChild(row); });
+    var sorted = document.createDocumentFragment();
+    rows.forEach(function (row) { sorted.appendChild(row); });
+    body.appendChild(sorted);
   });
 });
 document.querySelectorAll("table[data-filter]").forEach(function (table) {
@@ -100,15 +104,19 @@ def render(report: Report, book: LinkBook, config: WalkConfig) -> str:
         '<meta name="referrer" content="no-referrer">',
         f"<title>{escape(title)}</title><style>{style}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        *_summary(report, config),
-        *_depths(report, book),
-        *_broken(report, book),
-        *_redirects(book),
-        *_top("Slowest pages", "slowest", book.pages, lambda page: page.latency or 0.0),
-        *_top("Largest pages", "largest", book.pages, lambda page: page.byte_count),
-        *_not_fetched(report),
-        f"<script>{script}</script></body></html>",
     ]
+    sections = [
+        _summary(report, config),
+        _depths(report, book),
+        _broken(report, book),
+        _redirects(book),
+        _top("Slowest pages", "slowest", book.pages, lambda page: page.latency or 0.0),
+        _top("Largest pages", "largest", book.pages, lambda page: page.byte_count),
+        _not_fetched(report),
+    ]
+    for section in sections:
+        parts.extend(["<section>", *section, "</section>"])
+    parts.append(f"<script>{script}</script></body></html>")
     return "\n".join(parts) + "\n"
 
 
@@ -291,5 +299,5 @@ def _link(url: str) -> str:
     """``url`` as a link when it is an http(s) URL, else as text; escaped either way."""
     text = escape(url)
     if url.startswith(("http://", "https://")):
-        return f'<a href="{text}" rel="noopener noreferrer">{text}</a>'
+        return f'<a href="{text}">{text}</a>'
     return text
