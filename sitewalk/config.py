@@ -140,8 +140,8 @@ class WalkConfig:
     report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
     html_report: str | None = field(
         default=None,
-        metadata=_arg("path of a self-contained HTML report of the walk (broken links, redirects, slowest pages), "
-                      "written when it ends"),
+        metadata=_arg("path of an HTML report of the walk, one file that loads nothing (broken links, redirects, "
+                      "slowest pages), written when it ends"),
     )
     junit: str | None = field(
         default=None,
@@ -150,7 +150,7 @@ class WalkConfig:
     )
     fail_on_broken: bool = field(
         default=False,
-        metadata=_arg("exit with status 3 when any link the walk checked is broken (4xx, 5xx or a failure)"),
+        metadata=_arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
     )
     grep: str | None = field(
         default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")

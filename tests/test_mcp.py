@@ -796,6 +796,18 @@ async def test_structured_content_lists_are_cut_with_their_totals(small: Server,
     assert site.paths() == ["/", links[0]]
 
 
+async def test_broken_links_are_in_the_structured_report(server: Server, make_site: Any) -> None:
+    site = make_site({"/": {"links": ["/a", "/gone"]}, "/a": {"links": ["/gone", "/"]}})
+    result = await server.call("web_crawl", url=site("/"), max_depth=1)
+    assert not result.is_error
+    report = result.structured_content
+    assert report is not None
+    assert report["broken_links"] == [{"url": site("/gone"), "status": 404, "kind": "http", "reason": "HTTP 404 Not Found",
+                                       "inlinks": 1, "linked_from": [site("/")]}]
+    assert report["broken_links_total"] == 1
+    assert site.paths() == ["/", "/a", "/gone"]
+
+
 # -- scope: the same choices as a walk -----------------------------------------------------------
 
 

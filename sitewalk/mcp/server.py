@@ -58,6 +58,17 @@ class SeedFailure(BaseModel):
     reason: str
 
 
+class BrokenLink(BaseModel):
+    """A URL that pages of the site link to and that answered 4xx or 5xx, or could not be fetched."""
+
+    url: str
+    status: int | None = Field(description="The HTTP status; null when the URL could not be fetched.")
+    kind: str = Field(description="http for a status, else why it could not be fetched (as failures' kind).")
+    reason: str
+    inlinks: int = Field(description="How many fetched pages link to it.")
+    linked_from: list[str] = Field(description="The first 10 pages that link to it.")
+
+
 class WalkReport(BaseModel):
     """The walk's report, as ``scrapy crawl sitewalk -a report=...`` writes it, its lists cut short."""
 
@@ -88,6 +99,11 @@ class WalkReport(BaseModel):
     out_of_scope: int = Field(description="Links on the origin that include, exclude or no_parent left out.")
     sitemaps: list[str] = Field(description=f"The sitemap files read (sitemap=true). {_LISTED}.")
     sitemaps_total: int = Field(description="How many sitemap files were read.")
+    broken_links: list[BrokenLink] = Field(
+        default_factory=list,
+        description=f"Broken links (4xx, 5xx or a failure), most linked first, with the pages linking to them. {_LISTED}.",
+    )
+    broken_links_total: int = Field(default=0, description="How many broken URLs the walk found.")
     bytes: int = Field(description="Body bytes fetched.")
     elapsed_s: float = Field(description="Seconds the walk took.")
 

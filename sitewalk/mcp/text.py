@@ -30,7 +30,7 @@ _NAMED_FAILURES = 3
 # The most entries each list of the structured report holds (fewer when the output cap needs
 # the room); its ``<list>_total`` counts them all.
 LISTED = 20
-_LISTS = ("failures", "robots_skipped", "unvisited", "sitemaps")
+_LISTS = ("failures", "robots_skipped", "unvisited", "sitemaps", "broken_links")
 # What separates a page's own title from the site's name after it.
 _TITLE_SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ")
 _GUARD_OPTION = "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)"
