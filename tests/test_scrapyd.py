@@ -294,6 +294,20 @@ def test_job_items_and_report_land_per_job(fleet, make_site, node_name):
     assert "sitewalk: 3 pages" in node.job_log(job)
 
 
+def test_job_writes_the_html_report_and_junit_it_is_given(fleet, make_site, tmp_path):
+    node = fleet["items"]
+    site = make_site({"/": {"title": "Home", "links": ["/a", "/gone"]}, "/a": {"links": ["/gone"]}})
+    html_path, junit_path = tmp_path / "walk.html", tmp_path / "links.xml"
+    job = node.schedule(ALLOW_LOOPBACK, seed=site("/"), delay="0", html_report=str(html_path), junit=str(junit_path))
+    node.wait_finished(job)
+    assert site.paths() == ["/", "/a", "/gone"]
+    _, report_path = node.outputs(job)
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert [(row["url"], row["inlinks"]) for row in report["broken_links"]] == [(site("/gone"), 2)]
+    assert "Broken links (1)" in html_path.read_text(encoding="utf-8")
+    assert 'failures="2"' in junit_path.read_text(encoding="utf-8")
+
+
 # cancel.json sends SIGINT unless told otherwise (scrapyd 1.6); SIGTERM is what service managers send.
 @pytest.mark.parametrize(
     ("node_name", "signal"),
