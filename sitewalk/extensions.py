@@ -108,7 +108,8 @@ class WalkReport(WalkComponent):
     one-line summary in the log.
 
     ``stopped`` is Scrapy's close reason (``finish_reason``): null for ``finished``,
-    ``interrupted`` for Scrapy's own ``shutdown``. Stats: ``sitewalk/budget/stopped/<reason>``.
+    ``interrupted`` for Scrapy's own ``shutdown``. Stats: ``sitewalk/budget/stopped/<reason>``,
+    ``sitewalk/links/broken`` (the broken URLs of ``broken_links``).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -141,6 +142,8 @@ class WalkReport(WalkComponent):
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)
         report.broken_links = book.broken(verdicts)
+        if report.broken_links:
+            self.crawler.stats.set_value("sitewalk/links/broken", len(report.broken_links))
         if report.out_of_scope:
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         if self._path is not None:
