@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_ROWS", "write_html"]
 
 # The most rows a table shows; the rest are counted (the report JSON has them all), so that a
-# 20,000-page walk's report stays small and opens at once (and sections off screen are not laid
-# out until scrolled to: content-visibility).
+# 20,000-page walk's report stays small and opens at once.
 MAX_ROWS = 200
 # How many of the slowest and of the largest pages are listed.
 TOP = 50
@@ -35,9 +34,8 @@ _COLOURS = {"2xx": "#2e7d32", "3xx": "#1565c0", "4xx": "#ef6c00", "5xx": "#c6282
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:75em;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ccc}
-section{content-visibility:auto;contain-intrinsic-size:auto 30em}
 table{border-collapse:collapse;margin:.5em 0;width:100%;table-layout:fixed}th,td{border:1px solid #ddd;padding:.25em .5em;
-text-align:left;vertical-align:top}td.n,th.n{text-align:right}th{background:#f4f4f4}
+text-align:left;vertical-align:top}td.n,th.n{text-align:right}th.n{width:7em}th{background:#f4f4f4}
 th[data-sortable]{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}td{overflow-wrap:anywhere}
 .more{color:#666;font-style:italic}ul.from{margin:0;padding-left:1.2em}input.filter{margin:.3em 0;width:20em}
