@@ -85,6 +85,8 @@ class LinkBook:
         self._links: list[array[int]] = []
         # Page index by its URL and its final URL (a link may name either).
         self._page_of: dict[str, int] = {}
+        # The first status of URLs whose redirects led to a page known already.
+        self._redirected: dict[str, int] = {}
 
     def page_fetched(self, page: Page, links: list[str], meta: Mapping[str, Any]) -> None:
         """A page went through the walk with ``links`` (its response's ``meta`` has the download
@@ -94,11 +96,7 @@ class LinkBook:
                                      meta.get("download_latency"), page.title))
         self._page_of.setdefault(page.url, index)
         self._page_of.setdefault(page.final_url, index)
-        hops = [*meta.get("redirect_urls", ()), page.final_url]
-        reasons = meta.get("redirect_reasons", ())
-        for step in range(len(hops) - 1):
-            reason = reasons[step] if step < len(reasons) else None
-            self.redirects.append((hops[step], hops[step + 1], reason if isinstance(reason, int) else None))
+        self._hops(page.final_url, meta)
         ids: array[int] = array("I")
         known, urls, inlinks, firsts = self._ids, self._urls, self._inlinks, self._first
         # Each URL once per page, however often the page links to it.
@@ -115,6 +113,22 @@ class LinkBook:
             if len(first) < FIRST_INLINKS:
                 first.append(index)
         self._links.append(ids)
+
+    def redirected_to_known(self, url: str, meta: Mapping[str, Any]) -> None:
+        """A redirect led to ``url``, a page the walk knows already (so no page comes of it): its
+        hops are kept, and the URL it started from answered with its status."""
+        self._hops(url, meta)
+        reasons = meta.get("redirect_reasons", ())
+        if reasons and isinstance(reasons[0], int):
+            self._redirected[meta["redirect_urls"][0]] = reasons[0]
+
+    def _hops(self, url: str, meta: Mapping[str, Any]) -> None:
+        """Keep the redirect hops that led to ``url`` as (from, to, status)."""
+        hops = [*meta.get("redirect_urls", ()), url]
+        reasons = meta.get("redirect_reasons", ())
+        for step in range(len(hops) - 1):
+            reason = reasons[step] if step < len(reasons) else None
+            self.redirects.append((hops[step], hops[step + 1], reason if isinstance(reason, int) else None))
 
     def inlinks(self, url: str) -> tuple[int, list[str]]:
         """How many fetched pages link to ``url``, and the (final) URLs of the first of them."""
@@ -135,6 +149,8 @@ class LinkBook:
         for url, index in self._page_of.items():
             status = self.pages[index].status
             found[url] = Verdict(url, status, "http", http_reason(status))
+        for url, status in self._redirected.items():
+            found.setdefault(url, Verdict(url, status, "http", http_reason(status)))
         return found
 
     def broken(self, verdicts: dict[str, Verdict]) -> list[dict[str, Any]]:
@@ -142,7 +158,7 @@ class LinkBook:
         its inlinks, most linked first (then in the order pages first linked to them; the seed first)."""
         rows: list[tuple[int, int, dict[str, Any]]] = []
         for url, verdict in verdicts.items():
-            if not verdict.broken or (verdict.status is not None and self.pages[self._page_of[url]].url != url):
+            if not verdict.broken or (url in self._page_of and self.pages[self._page_of[url]].url != url):
                 continue
             count, first = self.inlinks(url)
             rows.append((-count, self._ids.get(url, -1), {"url": url, "status": verdict.status, "kind": verdict.kind, "reason": verdict.reason,

@@ -62,3 +62,15 @@ def test_junit_is_valid_xml_whatever_a_reason_holds(tmp_path):
     (case,) = suite
     assert case.name == ORIGIN + "/x"
     assert case.result[0].message == "bad  byte <&> ]]>"
+
+
+def test_a_redirect_to_a_known_page_is_a_checked_link_and_its_hops_are_kept():
+    book = LinkBook()
+    book.page_fetched(page("/"), [ORIGIN + "/old", ORIGIN + "/"], {})
+    book.redirected_to_known(ORIGIN + "/", {"redirect_urls": [ORIGIN + "/old"], "redirect_reasons": [308]})
+    assert book.redirects == [(ORIGIN + "/old", ORIGIN + "/", 308)]
+    verdicts = book.verdicts([])
+    assert [(verdict.url, verdict.status, verdict.broken) for _, links in book.checked_links(verdicts) for verdict in links] == [
+        (ORIGIN + "/old", 308, False), (ORIGIN + "/", 200, False),
+    ]
+    assert book.broken(verdicts) == []

@@ -86,3 +86,12 @@ def test_fail_on_broken_exit_status(make_site, tmp_path):
                           *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert healthy.paths() == ["/", "/a"]
+
+
+def test_a_link_that_redirects_to_a_known_page_is_checked_and_not_broken(make_site, tmp_path):
+    site = make_site({"/": {"links": ["/a", "/old"]}, "/a": {}, "/old": {"status": 301, "headers": {"Location": "/a"}}})
+    report = walk(site("/"), delay=0, settings=LOOPBACK, junit=str(tmp_path / "links.xml"))
+    assert site.paths() == ["/", "/a", "/old"]
+    assert report.broken_links == []
+    (home, _) = JUnitXml.fromfile(str(tmp_path / "links.xml"))
+    assert [(case.name, case.is_passed) for case in home] == [(site("/a"), True), (site("/old"), True)]

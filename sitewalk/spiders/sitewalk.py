@@ -272,6 +272,7 @@ class SitewalkSpider(Spider):
             self.walk.gate.request_over(request.meta[TICKET], lambda: self._failed(request, chain[0], failed))
         else:
             self.walk.gate.request_over(request.meta[TICKET])
+            self.walk.results.links.redirected_to_known(request.url, request.meta)
             self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
 
     def _failed(self, request: Request, url: str, failed: Failed) -> None:
