@@ -871,9 +871,8 @@ def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any)
     assert refused.requests() == []
 
 
-async def test_the_readme_documents_every_tool_parameter_and_server_option(server: Server) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Use it from an LLM agent: `sitewalk-mcp`", 1)[1].split("\n## ", 1)[0]
+async def test_the_docs_document_every_tool_parameter_and_server_option(server: Server) -> None:
+    section = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
     for tool in (await server.session.list_tools()).tools:
         signature = re.search(rf"- `{tool.name}\(([^`]*)\)`", section)
         assert signature is not None, f"{tool.name} is not listed"
