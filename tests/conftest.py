@@ -19,6 +19,10 @@ ROOT = HERE.parent
 # The address guard is on everywhere; the suite's own site is on loopback, so it is allowed here
 # (and only 127.0.0.1: tests of the guard rely on 127.0.0.2 staying refused).
 LOOPBACK = {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,::1/128"}
+# Set in each test process (each pytest-xdist worker imports this module itself) and inherited by
+# the walks it starts and their helper processes: see helper_processes.
+TEST_PROCESS = "SITEWALK_TEST_PROCESS"
+os.environ[TEST_PROCESS] = str(os.getpid())
 
 
 class Site:
@@ -125,15 +129,20 @@ def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Po
 
 
 def helper_processes() -> set[int]:
-    """Process ids of running page-reading helpers (sitewalk.pagereader), anyone's."""
+    """Process ids of running page-reading helpers (sitewalk.pagereader) of this test process's
+    walks, told from another test process's (a pytest-xdist worker's, or another run's on the
+    machine) by the TEST_PROCESS they inherit, which they keep when orphaned."""
+    ours = f"{TEST_PROCESS}={os.environ[TEST_PROCESS]}".encode()
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                if b"sitewalk.pagereader import serve" not in (entry / "cmdline").read_bytes():
+                    continue
+                environment = (entry / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"sitewalk.pagereader import serve" in cmdline:
+            if ours in environment:
                 pids.add(int(entry.name))
     return pids
 
