@@ -152,11 +152,13 @@ def test_set_up_is_two_commands_and_ci_runs_the_second():
     setup = blocks(section("README.md", "Set up"))
     assert setup == [
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/sitewalk-example\n",
-        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q\n',
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 4\n',
     ]
-    # The first one's walk is tests/test_example.py's; CI installs and tests as the second says.
+    # The first one's walk is tests/test_example.py's; CI installs and tests as the second says,
+    # listing the slowest tests too.
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci and ci.rstrip().endswith(".venv/bin/python -m pytest -q")
+    assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci
+    assert ci.rstrip().endswith(".venv/bin/python -m pytest -q -n 4 --durations=15")
 
 
 def test_readme_three_walks(make_site, tmp_path):
