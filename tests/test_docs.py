@@ -130,15 +130,15 @@ def sections_run() -> set[tuple[str, str]]:
 def test_every_command_is_run(page):
     """Each command block of ``page`` lies in a section a test reads; the test takes every command of
     its section (unpacking them), so a command added to a run section fails that test instead."""
-    run = [span(page, title) for name, title in sections_run() if name == page]
+    read = [span(page, title) for name, title in sections_run() if name == page]
     blocks_here = code_blocks(page)
     assert {language for _, language in blocks_here} <= RUN | SHOWN, f"{page}: a code block needs a language of {sorted(RUN | SHOWN)}"
     unrun = [lines_of(page)[number].strip() + f" at line {number + 1}" for number, language in blocks_here
-             if language in RUN and not any(number in lines for lines in run)]
+             if language in RUN and not any(number in lines for lines in read)]
     assert unrun == [], f"{page} has command blocks no test in tests/test_docs.py runs"
 
 
-def test_docs_pages_are_all_tested_and_linked():
+def test_readme_is_short_and_links_every_docs_page():
     assert {"docs/index.md", "docs/command.md", "docs/mcp.md"} <= set(PAGES)
     readme = "".join(lines_of("README.md"))
     # The README is an introduction: the rest is in docs/, every page of which it links to.
