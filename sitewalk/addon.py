@@ -19,6 +19,7 @@ from sitewalk import jobs
 from sitewalk.downloadermiddlewares import (
     AddressGuardMiddleware,
     BudgetMiddleware,
+    RetryAfterMiddleware,
     RobotsTxtMiddleware,
     SameOriginMiddleware,
     WalkRedirectMiddleware,
@@ -43,6 +44,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
     ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
     ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+    # Sees an answer before the redirect middleware: a 429 or 503 is asked again after a pause.
+    ("DOWNLOADER_MIDDLEWARES", RetryAfterMiddleware, 900),
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
     ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
