@@ -110,7 +110,8 @@ class Budget:
     def log_progress(self) -> None:
         """One line for a person: what is spent of each limit, the pace, the pages waiting, and
         when a limit will end the walk, about when and which."""
-        elapsed, queued = self.elapsed(), self._queued()
+        # Pages requested and not yet counted are still to come, as the queued ones are.
+        elapsed, queued = self.elapsed(), self._queued() + self.reserved
         rate = self.pages / elapsed if elapsed > 0 else 0.0
         ending = self.time_left(rate, queued)
         logger.info(
