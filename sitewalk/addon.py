@@ -9,6 +9,7 @@ from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy.extensions.feedexport import FeedExporter
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
@@ -18,11 +19,12 @@ from sitewalk import jobs
 from sitewalk.downloadermiddlewares import (
     AddressGuardMiddleware,
     BudgetMiddleware,
+    RetryAfterMiddleware,
     RobotsTxtMiddleware,
     SameOriginMiddleware,
     WalkRedirectMiddleware,
 )
-from sitewalk.extensions import WalkBudget, WalkJournal, WalkReport
+from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
@@ -42,6 +44,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
     ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
     ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+    # Sees an answer before the redirect middleware: a 429 or 503 is asked again after a pause.
+    ("DOWNLOADER_MIDDLEWARES", RetryAfterMiddleware, 900),
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
     ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
@@ -62,6 +66,9 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
     ("EXTENSIONS", WalkJournal, 10),
+    # In the place of Scrapy's: an exporter's exception is the page's failure.
+    ("EXTENSIONS", FeedExporter, None),
+    ("EXTENSIONS", WalkFeedExporter, 0),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
@@ -79,7 +86,8 @@ class Addon:
     """Puts the walk's components into Scrapy's component priority dicts (so a project's own
     middlewares, extensions and pipelines add to them), with the one consumer the walk's
     arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
-    feed sets them); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
+    feed sets them); ``CONCURRENT_REQUESTS`` and ``CONCURRENT_REQUESTS_PER_DOMAIN`` are the
+    walk's ``concurrency`` (the gate is what limits requests in flight); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
     as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
     ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
     a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
@@ -105,6 +113,9 @@ class Addon:
         for path in _NEVER:
             base.pop(path, None)
         settings.set("EXTENSIONS_BASE", base, priority=settings.getpriority("EXTENSIONS_BASE") or 0)
+        # The gate decides how many requests are in flight; Scrapy's limits only must not be lower.
+        for name in ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN"):
+            settings.set(name, walk.config.concurrency, priority=_at_least_spider(settings, name))
         if walk.config.headers:
             headers = {**settings.getdict("DEFAULT_REQUEST_HEADERS"), **walk.config.headers}
             settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=_at_least_spider(settings, "DEFAULT_REQUEST_HEADERS"))

@@ -46,16 +46,21 @@ class Argument:
     help: str
     minimum: float | None = None
     above: float | None = None
+    maximum: float | None = None
 
     def check(self, name: str, value: Any) -> None:
         if self.minimum is not None and value < self.minimum:
             raise SitewalkError(f"{name} must be >= {self.minimum:g}, got {value:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise SitewalkError(f"{name} must be <= {self.maximum:g}, got {value:g}")
         if self.above is not None and value <= self.above:
             raise SitewalkError(f"{name} must be > {self.above:g} seconds, got {value:g}")
 
 
-def _arg(help: str, *, minimum: float | None = None, above: float | None = None) -> dict[str, Argument]:  # noqa: A002
-    return {"argument": Argument(help, minimum, above)}
+def _arg(
+    help: str, *, minimum: float | None = None, above: float | None = None, maximum: float | None = None  # noqa: A002
+) -> dict[str, Argument]:
+    return {"argument": Argument(help, minimum, above, maximum)}
 
 
 # The argument that is no field: where the others can come from.
@@ -117,6 +122,14 @@ class WalkConfig:
     delay: float = field(
         default=0.25,
         metadata=_arg("seconds between the starts of two requests; robots.txt Crawl-delay can lengthen it", minimum=0),
+    )
+    concurrency: int = field(
+        default=1,
+        metadata=_arg(
+            "most page requests in flight at once (pages still arrive in breadth-first order); "
+            "more than 1 only on sites you own or may load",
+            minimum=1, maximum=64,
+        ),
     )
     deadline: float = field(
         default=60.0, metadata=_arg("seconds the whole walk may take; a page still arriving then is cut off", above=0)

@@ -6,7 +6,15 @@ from sitewalk._startup import import_http11_handler
 
 import_http11_handler()
 
+from typing import TYPE_CHECKING  # noqa: E402
+
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
+
+from sitewalk.gate import TICKET, Ticket  # noqa: E402
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response
 
 __all__ = ["WalkHTTPDownloadHandler"]
 
@@ -22,4 +30,15 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
     (``ResponseNeverReceived``), so a page the server answered is never requested twice. The
     class exists so that this module, which imports the handler without its start-up cost, is
     what ``DOWNLOAD_HANDLERS`` names.
+
+    A request the walk drops (:meth:`sitewalk.gate.Gate.cut`: a stop, the deadline, an
+    interruption) has its download cut: it fails with :class:`sitewalk.gate.Dropped`, and the
+    page is listed as unvisited.
     """
+
+    async def download_request(self, request: Request) -> Response:
+        ticket = request.meta.get(TICKET)
+        download = super().download_request(request)
+        if not isinstance(ticket, Ticket):
+            return await download
+        return await ticket.unless_dropped(download)

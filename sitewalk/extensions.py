@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.extensions.feedexport import FeedExporter
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
+from sitewalk.failures import Failed
 from sitewalk.items import Report
 from sitewalk.state import WalkComponent
 
@@ -24,12 +26,14 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
+    from scrapy.utils.asyncio import CallLaterResult
 
-    from sitewalk.failures import Failed
+    from sitewalk.gate import Ticket
+
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FileFeedStorage", "WalkBudget", "WalkJournal", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkJournal", "WalkReport"]
 
 
 class WalkBudget(WalkComponent):
@@ -56,20 +60,28 @@ class WalkBudget(WalkComponent):
         self._interval = crawler.settings.getfloat("SITEWALK_PROGRESS_INTERVAL")
         self._progress = create_looping_call(self._budget.log_progress)
         self._tick = LoopingCall(_nothing)
+        self._deadline: CallLaterResult | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
     def spider_opened(self) -> None:
         self._budget.start_clock()
+        # The deadline stops the walk when it comes, whatever the walk is waiting for.
+        self._deadline = call_later(max(self._budget.seconds_left(), 0), self._deadline_reached)
         self._tick.start(1.0, now=False)
         if self._interval > 0:
             self._progress.start(self._interval, now=False)
 
     def spider_closed(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
         for looping in (self._progress, self._tick):
             if looping.running:
                 looping.stop()
+
+    def _deadline_reached(self) -> None:
+        self.walk.stop("deadline", left_unfetched=self.walk.gate.busy())
 
     def robots_parsed(self, robotparser: RobotParser) -> None:
         delay = robotparser.crawl_delay(self._user_agent)
@@ -116,7 +128,8 @@ class WalkReport(WalkComponent):
             error=_error(walk.results.seed_error),
             failures=list(walk.results.failures),
             robots_skipped=list(walk.results.robots_skipped),
-            unvisited=walk.frontier.unvisited() if stopped else [],
+            # Pages a halt kept from the consumers first: they were next in the walk's order.
+            unvisited=walk.gate.dropped() + walk.frontier.unvisited() if stopped else [],
             bytes=walk.budget.bytes,
             elapsed_s=round(elapsed, 3),
             out_of_scope=walk.frontier.out_of_scope,
@@ -139,9 +152,10 @@ class WalkJournal(WalkComponent):
     """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
     same command resumes a walk that was stopped, killed or cut off by a power cut.
 
-    A line is written each time a request ends without a page or a page has gone through the
-    consumers (its items are in the feeds by then): what the frontier learnt, the pages done
-    (popped, and neither in flight nor in hand), the failures and robots.txt refusals, the budget
+    A line is written each time a request is done (:class:`sitewalk.gate.Ticket`: it ended
+    without a page, or its page has gone through the consumers, its items in the feeds by then):
+    what the frontier learnt, the pages done (popped, and not among the gate's pending requests:
+    in flight, in hand or dropped), the failures and robots.txt refusals, the budget
     the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
     feeds back to those sizes, so an item of a page fetched again is never written twice.
     """
@@ -159,14 +173,13 @@ class WalkJournal(WalkComponent):
         self._journal = jobs.Journal(path, walk.config.seed, resume=bool(walk.resumed))
         self._failures = len(walk.results.failures)
         self._skipped = len(walk.results.robots_skipped)
-        # Popped, and in flight or in hand at the last line: done once neither.
+        # Popped, and pending at the last line: done once not.
         self._undone: list[str] = []
-        self._last_popped: str | None = None
         self._due = False
         walk.gate.when_done(self._changed)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
-    def _changed(self) -> None:
+    def _changed(self, _: Ticket) -> None:
         # Written once the current callback is over: a failure is recorded after its request
         # ends, and every feed has written a page's last item when the page is consumed.
         if not self._due:
@@ -179,12 +192,9 @@ class WalkJournal(WalkComponent):
             return
         walk = self.walk
         changes = walk.frontier.take_changes()
-        if changes.popped:
-            self._last_popped = changes.popped[-1]
-        in_hand = walk.gate.in_hand()
-        pending = {page.url for page in in_hand}
-        if walk.gate.in_flight and self._last_popped is not None:
-            pending.add(self._last_popped)
+        # Requests sent and not done, and those the walk dropped: a resumed walk sends them again.
+        pending = set(walk.gate.pending())
+        counted = [ticket.page for ticket in walk.gate.in_hand() if ticket.counted and ticket.page is not None]
         popped = self._undone + changes.popped
         self._undone = [url for url in popped if url in pending]
         failures, skipped = walk.results.failures, walk.results.robots_skipped
@@ -199,8 +209,8 @@ class WalkJournal(WalkComponent):
             "consumers": walk.results.consumers,
             "out_of_scope": walk.frontier.out_of_scope,
             # Pages in hand are fetched again by a resumed walk: they count then.
-            "pages": walk.budget.pages - len(in_hand),
-            "bytes": walk.budget.bytes - sum(page.byte_count for page in in_hand),
+            "pages": walk.budget.pages - len(counted),
+            "bytes": walk.budget.bytes - sum(page.byte_count for page in counted),
             "elapsed": round(walk.budget.elapsed(), 3),
             "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
         })
@@ -220,3 +230,24 @@ class FileFeedStorage(ScrapyFileFeedStorage):
         path = Path(self.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open(self.write_mode, buffering=0)
+
+
+class WalkFeedExporter(FeedExporter):
+    """Scrapy's feed exporter, except that an exception while an item is exported (a feed that
+    cannot be written, an exporter that fails on a value) is the failure of the item's page, of
+    kind ``consumer``, logged in one line (the traceback at DEBUG): the walk goes on. Scrapy's
+    would log a traceback per item and say nothing in the report."""
+
+    def item_scraped(self, item: Any, spider: Spider) -> None:
+        try:
+            super().item_scraped(item, spider)
+        except Exception as exc:  # noqa: BLE001 - any exporter's fault is the page's failure
+            url = getattr(item, "url", None) or "?"
+            logger.warning("the feed exporter raised %s on %s: a failure of kind consumer", type(exc).__name__, url)
+            logger.debug("exporting %s failed", url, exc_info=True)
+            walk = getattr(spider, "walk", None)
+            if walk is not None:
+                failed = Failed("consumer", f"a feed exporter raised {type(exc).__name__}: {exc}")
+                walk.results.failures.append(failed.record(url, getattr(item, "found_on", None)))
+            self.crawler.stats.inc_value("sitewalk/failures")
+            self.crawler.stats.inc_value("sitewalk/failures/consumer")

@@ -16,6 +16,8 @@ detected (the walk's own exceptions carry theirs; Scrapy's download errors are t
 - ``robots``: the seed's robots.txt disallows it or could not be read (answered 5xx)
 - ``budget``: the walk's deadline or max_bytes cut the download off
 - ``too-large``: the body grew past ``DOWNLOAD_MAXSIZE``
+- ``read``: the page was fetched but could not be read (its links are not followed)
+- ``consumer``: a consumer (a pipeline, a spider middleware) raised on the page
 - ``other``: anything else; the reason names the exception
 
 An HTTP error status is not a failure: the page was fetched, with that status.
@@ -62,7 +64,7 @@ __all__ = [
 
 KINDS = frozenset({
     "network", "timeout", "dns", "refused", "protocol", "guard", "redirect-loop", "too-many-redirects",
-    "off-origin", "robots", "budget", "too-large", "other",
+    "off-origin", "robots", "budget", "too-large", "read", "consumer", "other",
 })
 # Kinds that say the host cannot be reached at all, whichever of its URLs is asked for.
 HOST_KINDS = frozenset({"dns", "refused", "guard"})

@@ -1,107 +1,190 @@
-"""When the walk's next request may go: one at a time, paced, and never past a consumer's stop."""
+"""When the walk's next request may go, and the order its pages are read, admitted and consumed in."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from scrapy.http import Response
 
     from sitewalk.items import Page
 
-    # Asked with the pages in hand, in fetch order: could the consumer stop on one of them?
-    StopCheck = Callable[[Sequence["InHand"]], bool]
+    # Asked with the pages in hand, in request order: could the consumer stop on one of them?
+    StopCheck = Callable[[Sequence["Ticket"]], bool]
 
-__all__ = ["AHEAD", "Gate", "InHand"]
+__all__ = ["AHEAD", "TICKET", "Dropped", "Gate", "Ticket"]
+
+T = TypeVar("T")
 
 # Pages downloaded and not yet consumed, at most. Their HTML is read beside the walk meanwhile;
 # slow consumers must not make the walk hold the site in memory.
 AHEAD = 8
+# The request meta key that carries a request's ticket.
+TICKET = "sitewalk_ticket"
 
 
-class InHand:
-    """A page downloaded and not yet consumed: it is read, its links are admitted to the frontier
-    (in fetch order), it goes through the consumers (in fetch order), and then it is done."""
+class Dropped(Exception):  # noqa: N818 - not an error: the walk let go of this request
+    """Raised in a request's waits (its download, its turn, its reading, its way through the
+    pipelines) when the walk dropped it: a stop cut it off, or the walk was halted. Its page
+    is not handed to the consumers."""
 
-    def __init__(self, page: Page, previous: InHand | None) -> None:
-        self.page = page
+
+class Ticket:
+    """One request of the walk, from the moment it is sent until it is done.
+
+    Its ``number`` is the order requests were sent in. A request for a page either ends without
+    one (:meth:`Gate.request_over`) or brings its page (:meth:`Gate.page_arrived`), which is read,
+    admits its links to the frontier and goes through the consumers; links are admitted and pages
+    consumed in request order, whatever order responses arrive in, so a walk with several requests
+    in flight delivers what a walk with one does. A ticket is done when its page is consumed or,
+    for a request that ended without one, at its turn.
+    """
+
+    def __init__(self, number: int, url: str, page_request: bool, previous: Ticket | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.number = number
+        self.url = url
+        # A request for a page (it counts in max_pages), not for a sitemap file.
+        self.page_request = page_request
+        self.page: Page | None = None
         # Whether the page has been read (its title, links and lines are known).
         self.read = False
-        self._previous = previous
-        loop = asyncio.get_running_loop()
+        # Whether it holds one of max_pages (a page request, until its page is counted or it ends).
+        self.holds_page = page_request
+        # Whether the page counts in the budget (it does from its turn to admit its links).
+        self.counted = False
+        # The page's turn to be consumed came (it is going through the consumers).
+        self.consuming = False
         self.admitted: asyncio.Future[None] = loop.create_future()
         self.consumed: asyncio.Future[None] = loop.create_future()
+        # Done when the walk dropped this request (see Dropped).
+        self.dropped: asyncio.Future[None] = loop.create_future()
+        self._previous = previous
         self._items_out = 0
         self._items_done = 0
         self._output_done = False
 
-    def item_out(self) -> None:
+    def __repr__(self) -> str:
+        return f"<Ticket {self.number} {self.url}>"
+
+    @property
+    def in_flight(self) -> bool:
+        return self.page is None and not self.consumed.done()
+
+    async def unless_dropped(self, awaitable: Awaitable[T]) -> T:
+        """The result of ``awaitable``; if the walk drops this request first, ``awaitable`` is
+        cancelled and :class:`Dropped` raised."""
+        task = asyncio.ensure_future(awaitable)
+        if not task.done():
+            await asyncio.wait((task, self.dropped), return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                task.cancel()
+                raise Dropped
+        return task.result()
+
+    async def turn_to_admit(self) -> None:
+        """Wait until every earlier request has admitted its links; :class:`Dropped` if the
+        walk drops this one first."""
+        if self._previous is not None:
+            await self._until_done(self._previous.admitted)
+        self._check()
+
+    async def turn_to_consume(self) -> None:
+        """Wait until every earlier request is done; :class:`Dropped` if the walk drops this one
+        first."""
+        if self._previous is not None:
+            await self._until_done(self._previous.consumed)
+            self._previous = None
+        self._check()
+        self.consuming = True
+
+    def _check(self) -> None:
+        if self.dropped.done():
+            raise Dropped
+
+    async def _until_done(self, future: asyncio.Future[None]) -> None:
+        """Wait until ``future`` is done (without cancelling it) or this request is dropped."""
+        if future.done() or self.dropped.done():
+            return
+        waiter = asyncio.get_running_loop().create_future()
+
+        def wake(_: asyncio.Future[None]) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        future.add_done_callback(wake)
+        self.dropped.add_done_callback(wake)
+        try:
+            await waiter
+        finally:
+            future.remove_done_callback(wake)
+            self.dropped.remove_done_callback(wake)
+
+    def _item_out(self) -> None:
         self._items_out += 1
 
-    def item_done(self) -> bool:
-        """Count an item through the pipelines; True once the page is consumed."""
+    def _item_done(self) -> bool:
         self._items_done += 1
         return self._output_done and self._items_done >= self._items_out
 
-    def output_done(self) -> bool:
-        """The spider made every item it will make of this page; True once it is consumed."""
+    def _all_out(self) -> bool:
         self._output_done = True
         return self._items_done >= self._items_out
 
-    async def turn_to_admit(self) -> None:
-        """Wait until every earlier page has admitted its links."""
-        if self._previous is not None:
-            await asyncio.shield(self._previous.admitted)
-
-    async def turn_to_consume(self) -> None:
-        """Wait until every earlier page has gone through the consumers."""
-        if self._previous is not None:
-            await asyncio.shield(self._previous.consumed)
-            self._previous = None
-
 
 class Gate:
-    """Decides when the next request may go.
+    """Decides when the next request may go, and keeps the walk's requests in order.
 
-    A request goes when the previous one is over (its page downloaded, or its failure known),
-    when at most :data:`AHEAD` pages are in hand (downloaded, not yet consumed), when no consumer
-    could stop on one of them — each consumer registered with :meth:`add_check` is asked about
-    the pages in hand whenever one arrives, is read or is consumed, so its answer can be exact
-    and a consumer that will not stop does not hold the walk — and at least ``delay`` seconds
-    after the previous request started (robots.txt's Crawl-delay can lengthen it, never shorten
-    it). A stop wakes every wait at once.
+    A request goes when fewer than ``concurrency`` are in flight (their page not arrived, or their
+    failure not known), when at most :data:`AHEAD` pages are in hand (downloaded, not yet
+    consumed), and at least ``delay`` seconds after the previous request started (robots.txt's
+    Crawl-delay can lengthen it, never shorten it) and after a pause (:meth:`pause`: a 429 or
+    503). Every request to the site, robots.txt and a page asked again included, waits for the
+    pace and the pause once more where it goes to the network (:meth:`may_start`). With one request at a time, each consumer
+    registered with :meth:`add_check` is also asked about the pages in hand whenever one arrives,
+    is read or is consumed, and no request goes while one could stop the walk; with several in
+    flight, a consumer's stop drops the requests after the page it stopped on instead
+    (:meth:`cut`). A stop wakes every wait at once, the pace's too.
+
+    Every request has a :class:`Ticket`, made when it is sent (:meth:`request_sent`) and carried
+    in its meta (:data:`TICKET`); each later event names it. :meth:`cut` drops the requests after
+    a ticket: their downloads are cut, their pages not handed to the consumers, and their URLs
+    listed by :meth:`dropped`, in request order, for the report's ``unvisited``.
     """
 
-    def __init__(self, delay: float, ahead: int = AHEAD) -> None:
+    def __init__(self, delay: float, concurrency: int = 1, ahead: int = AHEAD) -> None:
         self.delay = delay
+        self.concurrency = concurrency
         self._ahead = ahead
         self._checks: list[StopCheck] = []
-        self._in_flight = False
-        self._in_hand: dict[int, InHand] = {}  # by id() of the page's response, in fetch order
-        self._latest: InHand | None = None
+        # Sent and not done, in request order.
+        self._open: dict[int, Ticket] = {}
+        self._in_flight = 0
+        self._sent = 0
+        self._latest: Ticket | None = None
+        # The number of the last ticket done (tickets are done in request order).
+        self._last_done = 0
+        self._dropped: list[Ticket] = []
         self._last_start: float | None = None
+        # A pause for the whole walk (a 429 or 503): no request starts before _paused_until.
+        self._paused_until = 0.0
+        self._pause_started = float("-inf")
         self._stopping = False
         self._changed = asyncio.Event()
-        self._done_listeners: list[Callable[[], None]] = []
+        self._stopped = asyncio.Event()
+        self._done_listeners: list[Callable[[Ticket], None]] = []
 
     def add_check(self, check: StopCheck) -> None:
         self._checks.append(check)
 
-    def when_done(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` each time a request ends without a page or a page is consumed."""
+    def when_done(self, listener: Callable[[Ticket], None]) -> None:
+        """Call ``listener`` with each ticket when it is done, in request order."""
         self._done_listeners.append(listener)
-
-    @property
-    def in_flight(self) -> bool:
-        return self._in_flight
-
-    def in_hand(self) -> list[Page]:
-        """The pages in hand (downloaded, not yet consumed), in fetch order."""
-        return [entry.page for entry in self._in_hand.values()]
 
     def slow_down(self, delay: float) -> bool:
         """Use ``delay`` between requests if it is longer than the current one; True if it is."""
@@ -110,89 +193,196 @@ class Gate:
         self.delay = delay
         return True
 
+    # -- what the walk knows of its requests
+    @property
+    def in_flight(self) -> int:
+        """How many requests are in flight."""
+        return self._in_flight
+
+    def busy(self) -> bool:
+        """Whether a request is in flight or a page in hand."""
+        return bool(self._open)
+
+    def in_hand(self) -> list[Ticket]:
+        """The tickets whose page is in hand (downloaded, not yet consumed), in request order."""
+        return [ticket for ticket in self._open.values() if ticket.page is not None]
+
+    def pending(self) -> list[str]:
+        """The URLs of the requests sent and not done, and of those dropped: a walk resumed from
+        here must request them again."""
+        return [ticket.url for ticket in self._open.values()] + self.dropped()
+
+    def dropped(self) -> list[str]:
+        """The URLs of the requests the walk dropped, in request order."""
+        return [ticket.url for ticket in sorted(self._dropped, key=lambda ticket: ticket.number)]
+
+    @staticmethod
+    def ticket_of(response: Response) -> Ticket | None:
+        ticket = response.meta.get(TICKET)
+        return ticket if isinstance(ticket, Ticket) else None
+
     # -- what happens to requests and pages
-    def request_sent(self) -> None:
-        self._in_flight = True
+    def request_sent(self, url: str, *, page: bool = True) -> Ticket:
+        self._sent += 1
+        self._latest = ticket = Ticket(self._sent, url, page, self._latest)
+        self._open[ticket.number] = ticket
+        self._in_flight += 1
+        return ticket
 
-    def request_started(self) -> None:
-        """The request went to the network now: the pace counts from here."""
-        self._last_start = time.monotonic()
+    def request_started(self) -> float:
+        """A request goes to the network now: the pace counts from here. Returns the time."""
+        self._last_start = now = time.monotonic()
+        return now
 
-    def request_over(self) -> None:
-        """The request in flight ended without a page (it failed, or was dropped)."""
-        self._in_flight = False
+    def pause(self, seconds: float, request_started: float) -> bool:
+        """Hold every request start for ``seconds`` (the site answered 429 or 503 to a request
+        that started at ``request_started``). One clock for the walk: an answer to a request
+        that started before the current pause began belongs to that pause's burst and starts
+        none. Returns whether a pause started."""
+        if request_started < self._pause_started:
+            return False
+        now = time.monotonic()
+        self._pause_started = now
+        self._paused_until = max(self._paused_until, now + seconds)
         self._changed.set()
+        return True
+
+    async def may_start(self) -> None:
+        """Wait until a request may go to the network: after the pause, if one is on, and at
+        least ``delay`` seconds after the previous request started (or until a stop)."""
+        while not self._stopping:
+            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
+            wait = start - time.monotonic()
+            if wait <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), wait)
+
+    def request_over(self, ticket: Ticket, at_turn: Callable[[], None] | None = None) -> None:
+        """``ticket``'s request ended without a page (it failed, was dropped by the dupefilter,
+        or was cut off). At its turn, once every earlier ticket is done, ``at_turn`` is called
+        (the walk records the failure there, so failures keep the request order) and the ticket
+        is done."""
+        if ticket.page is not None or ticket.consumed.done():
+            return
+        self._in_flight -= 1
+        self._changed.set()
+
+        def turn(_: object = None) -> None:
+            if at_turn is not None and not ticket.dropped.done():
+                at_turn()
+            self._done(ticket)
+
+        previous = ticket._previous
+        if previous is None or previous.consumed.done():
+            turn()
+        else:
+            previous.consumed.add_done_callback(turn)
+
+    def page_arrived(self, ticket: Ticket, page: Page) -> None:
+        ticket.page = page
+        self._in_flight -= 1
+        self._changed.set()
+
+    def page_read(self, ticket: Ticket) -> None:
+        ticket.read = True
+        self._changed.set()
+
+    def links_admitted(self, ticket: Ticket) -> None:
+        if not ticket.admitted.done():
+            ticket.admitted.set_result(None)
+        self._changed.set()
+
+    def item_out(self, ticket: Ticket) -> None:
+        """An item made from ``ticket``'s page left the spider for the pipelines."""
+        ticket._item_out()
+
+    def item_done(self, ticket: Ticket) -> None:
+        """An item made from ``ticket``'s page went through the pipelines (or was dropped)."""
+        if ticket._item_done():
+            self._done(ticket)
+
+    def output_done(self, ticket: Ticket) -> None:
+        """The spider made every item it will make from ``ticket``'s page."""
+        if ticket._all_out():
+            self._done(ticket)
+
+    def _done(self, ticket: Ticket) -> None:
+        if ticket.consumed.done():
+            return
+        del self._open[ticket.number]
+        if not ticket.dropped.done():
+            self._last_done = max(self._last_done, ticket.number)
+        # A request that ended without admitting links admits none: the next must not wait.
+        self.links_admitted(ticket)
+        ticket.consumed.set_result(None)
+        if ticket.dropped.done():
+            self._dropped.append(ticket)
         for listener in self._done_listeners:
-            listener()
+            listener(ticket)
 
-    def page_arrived(self, response: Response, page: Page) -> InHand:
-        self._in_flight = False
-        self._latest = entry = InHand(page, self._latest)
-        self._in_hand[id(response)] = entry
-        self._changed.set()
-        return entry
-
-    def page_read(self, entry: InHand) -> None:
-        entry.read = True
-        self._changed.set()
-
-    def links_admitted(self, entry: InHand) -> None:
-        if not entry.admitted.done():
-            entry.admitted.set_result(None)
+    def cut(self, after: int | None = None) -> None:
+        """Drop every request sent after ticket number ``after`` (None: after the page now going
+        through the consumers, or the last ticket done)."""
+        if after is None:
+            consuming = [ticket.number for ticket in self._open.values() if ticket.consuming]
+            after = max(consuming, default=self._last_done)
+        for ticket in self._open.values():
+            if ticket.number > after and not ticket.dropped.done():
+                ticket.dropped.set_result(None)
         self._changed.set()
 
-    def item_out(self, response: Response) -> None:
-        """An item made from the page of ``response`` left the spider for the pipelines."""
-        entry = self._in_hand.get(id(response))
-        if entry is not None:
-            entry.item_out()
+    def halt(self) -> None:
+        """Drop every request not done, the page now going through the consumers included."""
+        self.cut(after=self._last_done)
 
-    def item_done(self, response: Response) -> None:
-        """An item made from the page of ``response`` went through the pipelines."""
-        entry = self._in_hand.get(id(response))
-        if entry is not None and entry.item_done():
-            self._consumed(response, entry)
+    def consuming(self) -> Ticket | None:
+        """The ticket whose page is going through the consumers now, if one is."""
+        return next((ticket for ticket in self._open.values() if ticket.consuming), None)
 
-    def output_done(self, response: Response) -> None:
-        """The spider made every item it will make from the page of ``response``."""
-        entry = self._in_hand.get(id(response))
-        if entry is not None and entry.output_done():
-            self._consumed(response, entry)
-
-    def _consumed(self, response: Response, entry: InHand) -> None:
-        del self._in_hand[id(response)]
-        # A page that failed before admitting its links admits none: the next must not wait.
-        self.links_admitted(entry)
-        entry.consumed.set_result(None)
-        for listener in self._done_listeners:
-            listener()
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def stop(self) -> None:
         self._stopping = True
+        self._stopped.set()
         self._changed.set()
 
     # -- the waits of the walk's loop
     async def settled(self, frontier_empty: Callable[[], bool]) -> None:
-        """Wait until no request is in flight and, if the frontier is empty, no page in hand can
-        still add links to it (or a stop)."""
+        """Wait until a request may be in flight besides those that are and, if the frontier is
+        empty, until nothing in flight or in hand can still add links to it (or a stop)."""
         await self._until(
-            lambda: not self._in_flight
-            and (not frontier_empty() or all(entry.admitted.done() for entry in self._in_hand.values()))
+            lambda: self._in_flight < self.concurrency
+            and (not frontier_empty() or self._idle())
         )
 
+    async def idle(self) -> None:
+        """Wait until nothing is in flight and every page in hand has admitted its links (or a stop)."""
+        await self._until(self._idle)
+
+    def _idle(self) -> bool:
+        return not self._in_flight and all(ticket.admitted.done() for ticket in self._open.values())
+
     async def ready(self, seconds_left: float) -> None:
-        """Wait until the look-ahead bound and the consumers let the next request go, then for the
-        pace (never longer than ``seconds_left``)."""
+        """Wait until the look-ahead bound (and, one request at a time, the consumers) let the
+        next request go, then for the pace and a pause (never longer than ``seconds_left``)."""
         await self._until(self._may_go)
-        if self._last_start is not None and not self._stopping:
-            wait = self._last_start + self.delay - time.monotonic()
+        if not self._stopping:
+            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
+            wait = min(start - time.monotonic(), seconds_left)
             if wait > 0:
-                await asyncio.sleep(min(wait, max(seconds_left, 0)))
+                # A stop ends the pace's wait too.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopped.wait(), wait)
 
     def _may_go(self) -> bool:
-        if len(self._in_hand) > self._ahead:
+        in_hand = self.in_hand()
+        if len(in_hand) > self._ahead:
             return False
-        in_hand = list(self._in_hand.values())
+        if self.concurrency > 1:
+            return True
         return not any(check(in_hand) for check in self._checks)
 
     async def _until(self, condition: Callable[[], bool]) -> None:

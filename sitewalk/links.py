@@ -61,7 +61,8 @@ def page_title(tree: LexborHTMLParser) -> str | None:
 
 
 def page_links(tree: LexborHTMLParser, url: str, encoding: str | None = None) -> list[str]:
-    """Absolute http(s) URLs of the page's ``<a href>`` and ``<area href>``, in document order.
+    """Absolute http(s) URLs of the page's ``<a href>`` and ``<area href>``, in document order
+    (an ``<a>`` in SVG or MathML too; in SVG, ``xlink:href`` where ``href`` is absent).
 
     Resolved against the first ``<base href>`` (or ``url``), normalised, fragments dropped; the
     query of a non-ASCII href percent-encoded in the page's ``encoding`` (a Python codec name;
@@ -84,7 +85,12 @@ def page_links(tree: LexborHTMLParser, url: str, encoding: str | None = None) ->
                 if directives & _NOFOLLOW:
                     return []
             continue
-        href = element.attrs["href"] or ""
+        # In SVG, a link is <a href> or (SVG 1.1) <a xlink:href>: lexbor's [href] matches both.
+        attributes = element.attributes
+        href = attributes.get("href")
+        if href is None:
+            href = attributes.get("xlink:href")
+        href = href or ""
         if tag == "base":
             if base_href is None:
                 base_href = href

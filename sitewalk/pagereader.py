@@ -96,7 +96,8 @@ def read_tree(tree: LexborHTMLParser, url: str, flags: int, encoding: str | None
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:
     """The helper's loop: one answer per request, until ``requests`` ends."""
-    # Ctrl-C reaches the whole process group; the walk handles it and then closes our stdin.
+    # The helper runs in a session of its own (PageReader.start); should a Ctrl-C reach it anyway,
+    # the walk handles it and then closes our stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         header = requests.read(_REQUEST.size)
@@ -146,6 +147,10 @@ class PageReader:
                 sys.executable or "python3", "-c", code,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 env={**os.environ, "PYTHONPATH": path},
+                # Out of the terminal's process group: Ctrl-C there is the walk's to handle (it
+                # closes the helper's stdin); one that came while the helper was still starting
+                # would kill it with a traceback.
+                start_new_session=True,
             )
         except (OSError, RuntimeError, NotImplementedError) as exc:
             logger.info("reading pages in the walk's process: the helper process did not start (%s)", exc)
@@ -180,7 +185,7 @@ class PageReader:
                 future, lines_wanted, size = self._pending.popleft()
                 self.behind -= size
                 if status == b"e":
-                    (size,) = _ERROR.unpack(status + await stdout.readexactly(_ERROR.size - 1))
+                    _, size = _ERROR.unpack(status + await stdout.readexactly(_ERROR.size - 1))
                     message = (await stdout.readexactly(size)).decode("utf-8", "replace")
                     if not future.done():
                         future.set_exception(RuntimeError(f"the helper process could not read the page: {message}"))
@@ -203,7 +208,7 @@ class PageReader:
                         (lines.split("\n") if lines else []) if lines_wanted else None,
                         content,
                     ))
-        except (asyncio.IncompleteReadError, ConnectionError, IndexError, struct.error) as exc:
+        except Exception as exc:  # noqa: BLE001 - any fault here must fail the pages waiting, not leave them waiting
             self._broken = BrokenPipeError(f"the page-reading helper process stopped ({exc!r})")
         while self._pending:
             future, _, _ = self._pending.popleft()

@@ -8,8 +8,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from parsel import Selector
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.pipelines import ItemPipelineManager
 
+from sitewalk.gate import Dropped
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.state import WalkComponent
 
@@ -18,11 +20,35 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from sitewalk.gate import InHand
+    from sitewalk.gate import Ticket
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallbackPipeline", "ExtractPipeline", "IndexPipeline"]
+__all__ = ["CallbackPipeline", "ExtractPipeline", "HaltedItem", "IndexPipeline", "WalkPipelineManager"]
+
+
+class HaltedItem(DropItem):
+    """An item the pipelines still held when the walk was halted: its page is not done."""
+
+
+class WalkPipelineManager(ItemPipelineManager):
+    """Scrapy's item pipeline manager (``ITEM_PROCESSOR``), except that a halt of the walk
+    (:meth:`sitewalk.gate.Gate.halt`) cuts an item's way through the pipelines: a pipeline that
+    holds an item (an ``on_page`` coroutine that never returns, say) cannot hold the walk past
+    its deadline or an interruption. The item is dropped (:class:`HaltedItem`) and its page
+    listed as unvisited."""
+
+    async def process_item_async(self, item: Any) -> Any:
+        walk = getattr(self.crawler.spider, "walk", None) if self.crawler is not None else None
+        work = super().process_item_async(item)
+        # Pages go through the pipelines one at a time, in request order: this item's is the one.
+        ticket = walk.gate.consuming() if walk is not None else None
+        if ticket is None:
+            return await work
+        try:
+            return await ticket.unless_dropped(work)
+        except Dropped:
+            raise HaltedItem("the walk was halted while the pipelines held this item") from None
 
 
 class CallbackPipeline(WalkComponent):
@@ -43,7 +69,7 @@ class CallbackPipeline(WalkComponent):
         if self.walk.on_page_stops:
             self.walk.gate.add_check(self.may_stop)
 
-    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
+    def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
         """Any page in hand may be the one ``on_page`` stops at."""
         return bool(in_hand)
 

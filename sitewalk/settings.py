@@ -15,12 +15,17 @@ NEWSPIDER_MODULE = "sitewalk.spiders"
 COMMANDS_MODULE = "sitewalk.commands"
 ADDONS = {"sitewalk.addon.Addon": 0}
 LOG_LEVEL = "INFO"
+# A component's exception is the page's failure, said in one line; its traceback at DEBUG.
+LOG_FORMATTER = "sitewalk.logformatter.WalkLogFormatter"
+# A halt of the walk (its deadline, an interruption) cuts an item's way through the pipelines.
+ITEM_PROCESSOR = "sitewalk.pipelines.WalkPipelineManager"
 
 USER_AGENT = f"sitewalk/{__version__} (+https://pypi.org/project/sitewalk/)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "sitewalk"
 
-# One request at a time: the walk's gate releases the next one itself. FIFO queues keep what
+# The walk's gate releases each request itself, as many in flight as its concurrency argument
+# (the add-on sets these two to it). FIFO queues keep what
 # does go through the scheduler (redirect hops) in order; CONCURRENT_ITEMS=1 keeps a page's
 # items (grep's matches) in order through the pipelines.
 CONCURRENT_REQUESTS = 1
@@ -75,6 +80,11 @@ SITEWALK_PROGRESS_INTERVAL = 10.0
 # Under scrapyd without items_dir: where each job's items and report go (<dir>/sitewalk/<job>.*).
 SITEWALK_JOBS_DIR = "jobs"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# A page answered 429 or 503 is asked again at most this many times, after a pause of the whole
+# walk: its Retry-After, else 1 s doubled for each pause in a row, at most this many seconds.
+SITEWALK_RETRY_TIMES = 3
+SITEWALK_RETRY_AFTER_MAX = 120.0
 
 # sitemap=true reads at most this many sitemap files (indexes included).
 SITEWALK_SITEMAP_MAX_FILES = 20

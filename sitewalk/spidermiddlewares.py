@@ -10,6 +10,7 @@ from weakref import WeakKeyDictionary, WeakSet
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from sitewalk.failures import Failed
 from sitewalk.items import Match, Page
 from sitewalk.state import WalkComponent
 from sitewalk.text import page_lines
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.python.failure import Failure
 
-    from sitewalk.gate import InHand
+    from sitewalk.gate import Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -34,26 +36,59 @@ class ConsumedMiddleware(WalkComponent):
     middlewares made of a page (grep's matches); the ``item_scraped``, ``item_dropped`` and
     ``item_error`` signals count them out of the pipelines. A page is consumed when the spider is
     done with it and each of its items is through: the next page then goes to the consumers.
+
+    An exception a pipeline raises on an item (``item_error``), or a spider middleware on a page
+    (``spider_error``), is that page's failure of kind ``consumer``, logged in one line; the
+    page is still consumed and the walk goes on.
+
+    Stats: ``sitewalk/failures/consumer``.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._gate = self.walk.gate
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            crawler.signals.connect(self.item_done, signal=signal)
+        crawler.signals.connect(self.item_done, signal=signals.item_scraped)
+        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(self.item_error, signal=signals.item_error)
+        crawler.signals.connect(self.spider_error, signal=signals.spider_error)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        ticket = self._gate.ticket_of(response)
         try:
             async for output in result:
-                if not isinstance(output, Request):
-                    self._gate.item_out(response)
+                if ticket is not None and not isinstance(output, Request):
+                    self._gate.item_out(ticket)
                 yield output
         finally:
-            self._gate.output_done(response)
+            if ticket is not None:
+                self._gate.output_done(ticket)
 
     def item_done(self, response: Response) -> None:
         """An item went through the pipelines (``item_scraped``), or was dropped or failed there."""
-        self._gate.item_done(response)
+        ticket = self._gate.ticket_of(response)
+        if ticket is not None:
+            self._gate.item_done(ticket)
+
+    def item_dropped(self, response: Response) -> None:
+        # An item a halt dropped (HaltedItem) leaves its ticket dropped: the page is not done.
+        self.item_done(response)
+
+    def item_error(self, response: Response, failure: Failure) -> None:
+        self._consumer_failed(response, failure, "a pipeline")
+        self.item_done(response)
+
+    def spider_error(self, response: Response, failure: Failure) -> None:
+        self._consumer_failed(response, failure, "a spider middleware")
+
+    def _consumer_failed(self, response: Response, failure: Failure, where: str) -> None:
+        exc = failure.value
+        url = response.meta.get("redirect_urls", [response.url])[0]
+        logger.warning("%s raised %s on %s: a failure of kind consumer (the traceback is logged at DEBUG)",
+                       where, type(exc).__name__, url)
+        failed = Failed("consumer", f"{where} raised {type(exc).__name__}: {exc}")
+        self.walk.results.failures.append(failed.record(url, response.meta.get("sitewalk_found_on")))
+        self.crawler.stats.inc_value("sitewalk/failures")
+        self.crawler.stats.inc_value("sitewalk/failures/consumer")
 
 
 class GrepMiddleware(WalkComponent):
@@ -100,12 +135,12 @@ class GrepMiddleware(WalkComponent):
     def matches(self) -> int:
         return self._state["grep_matches"]
 
-    def may_stop(self, in_hand: Sequence[InHand]) -> bool:
+    def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
         """Whether the matches of the pages in hand could reach ``max_matches``."""
         pending = 0
         for entry in in_hand:
             page = entry.page
-            if page in self._counted:
+            if page is None or page in self._counted:
                 continue
             if entry.read or self._unmatchable(page):
                 pending += len(self._lines_and_hits(page)[1])

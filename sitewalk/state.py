@@ -4,127 +4,44 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import call_later
 
-from sitewalk.failures import timed_out, too_large
+from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
-from sitewalk.items import human_bytes
 from sitewalk.text import Absence
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Self
 
-    from scrapy import Request
     from scrapy.crawler import Crawler
-    from twisted.python.failure import Failure
+    from scrapy.utils.asyncio import CallLaterResult
 
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
+    from sitewalk.gate import Ticket
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
-__all__ = ["Budget", "Results", "Walk", "WalkComponent"]
+__all__ = ["CUTS", "HALTS", "HALT_GRACE", "Results", "Walk", "WalkComponent"]
 
 logger = logging.getLogger(__name__)
 
-
-class Budget:
-    """The walk's limits, shared by every page: ``max_pages`` (fetched pages, any status, the seed
-    included), ``deadline`` (seconds for the whole walk) and ``max_bytes`` (body bytes after
-    decompression). A resumed walk (JOBDIR) goes on from what it had spent."""
-
-    def __init__(self, config: WalkConfig, queued: Callable[[], int] = lambda: 0) -> None:
-        # How many known pages wait to be fetched (the frontier's length), for the progress lines.
-        self._queued = queued
-        self.max_pages = config.max_pages
-        self.deadline = config.deadline
-        self.max_bytes = config.max_bytes
-        self.max_depth = config.max_depth
-        self.pages = 0
-        self.bytes = 0
-        self._spent = 0.0
-        self._started = time.monotonic()
-        self._depth = -1
-
-    def start_clock(self) -> None:
-        self._started = time.monotonic()
-
-    def resume(self, pages: int, byte_count: int, elapsed: float) -> None:
-        self.pages, self.bytes, self._spent = pages, byte_count, elapsed
-
-    def elapsed(self) -> float:
-        return self._spent + time.monotonic() - self._started
-
-    def seconds_left(self) -> float:
-        return self.deadline - self.elapsed()
-
-    def bytes_left(self) -> int:
-        return self.max_bytes - self.bytes
-
-    def count(self, byte_count: int, depth: int) -> None:
-        """A page arrived: it counts, and the first page of each depth gets a progress line."""
-        self.pages += 1
-        self.bytes += byte_count
-        if depth != self._depth:
-            self._depth = depth
-            self.log_progress()
-
-    def spend(self, byte_count: int) -> None:
-        """Bytes fetched that are not a page (a sitemap file): they count in max_bytes only."""
-        self.bytes += byte_count
-
-    def cut_off(self, failure: Failure, request: Request) -> tuple[str, str] | None:
-        """If the budget cut this download short: the stop reason and the page's failure."""
-        if timed_out(failure) and self.seconds_left() <= 0.05:
-            return "deadline", f"cut off at the deadline (deadline={self.deadline:g}s)"
-        if request.meta.get("sitewalk_budget_maxsize") and too_large(failure):
-            left = self.bytes_left()
-            return "max-bytes", f"cut off at max_bytes (max_bytes={self.max_bytes}, {left} left for this page)"
-        return None
-
-    def exhausted(self) -> str | None:
-        """The limit the walk has reached, as a stop reason; None while there is budget left."""
-        if self.pages >= self.max_pages:
-            return "max-pages"
-        if self.seconds_left() <= 0:
-            return "deadline"
-        if self.bytes_left() <= 0:
-            return "max-bytes"
-        return None
-
-    def log_progress(self) -> None:
-        """One line for a person: what is spent of each limit, the pace, the pages waiting, and
-        when a limit will end the walk, about when and which."""
-        elapsed, queued = self.elapsed(), self._queued()
-        rate = self.pages / elapsed if elapsed > 0 else 0.0
-        ending = self.time_left(rate, queued)
-        logger.info(
-            "progress: pages %d/%d, depth %d/%d, %s/%s, elapsed %.1fs/%gs, %.1f pages/s, %d queued%s",
-            self.pages, self.max_pages, max(self._depth, 0), self.max_depth,
-            human_bytes(self.bytes), human_bytes(self.max_bytes), elapsed, self.deadline, rate, queued,
-            f", about {_seconds(ending[0])} left ({ending[1]})" if ending else "",
-        )
-
-    def time_left(self, rate: float, queued: int) -> tuple[float, str] | None:
-        """The seconds until the first limit the walk will reach at ``rate`` pages/s, and its stop
-        reason, if the ``queued`` pages already reach one; None while the walk could run out of pages first."""
-        if rate <= 0:
-            return None
-        ends = []
-        pages_left = self.max_pages - self.pages
-        if queued >= pages_left:
-            ends.append((pages_left / rate, "max-pages"))
-        if self.pages and queued * self.bytes / self.pages >= self.bytes_left():
-            ends.append((self.bytes_left() * self.pages / self.bytes / rate, "max-bytes"))
-        if queued / rate > self.seconds_left():
-            ends.append((self.seconds_left(), "deadline"))
-        return min(ends, default=None)
+# Stops that drop the requests after the page they came on (:meth:`sitewalk.gate.Gate.cut`): a
+# consumer's stop and its error. Their pages are not handed to the consumers.
+CUTS = frozenset({"callback", "error"})
+# Stops that halt the walk (:meth:`sitewalk.gate.Gate.halt`) after HALT_GRACE seconds: then no
+# page waits for its turn, none is handed to the consumers (the one going through them included),
+# and downloads in flight are cut. The grace lets what is nearly done (a page being read) go
+# through; a component that holds its page longer cannot hold the walk. A limit reached
+# (max-pages) drops nothing: the requests it let go are the budget's and go through in order.
+HALTS = frozenset({"deadline", "interrupted"})
+HALT_GRACE = 0.5
 
 
 @dataclass
@@ -168,7 +85,8 @@ class Walk:
             no_parent=config.no_parent,
         ))
         self.budget = Budget(config, queued=self.frontier.__len__)
-        self.gate = Gate(config.delay)
+        self.gate = Gate(config.delay, config.concurrency)
+        self.gate.when_done(self._request_done)
         self.results = Results()
         # For grep with a plain-text pattern: which pages cannot match, told from their source;
         # they are neither read for lines nor waited for by the gate.
@@ -183,6 +101,7 @@ class Walk:
         self.error: BaseException | None = None
         self._stop: str | None = None
         self._stop_always = False
+        self._halting: CallLaterResult | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> Walk:
@@ -193,11 +112,16 @@ class Walk:
         return walk
 
     def stop(self, reason: str, *, left_unfetched: bool = False) -> None:
-        """End the walk: nothing more is requested. ``left_unfetched``: the stop itself left a page
-        unfetched (a cut-off download, an interruption), so it is a stop even if nothing is queued."""
+        """End the walk: nothing more is requested (and for :data:`HALTS`, no page in hand waits
+        any longer). ``left_unfetched``: the stop itself left a page unfetched (a cut-off
+        download, an interruption), so it is a stop even if nothing is queued."""
         if self._stop is None:
             self._stop, self._stop_always = reason, left_unfetched
             self.gate.stop()
+        if reason in CUTS:
+            self.gate.cut()
+        if reason in HALTS and self._halting is None:
+            self._halting = call_later(HALT_GRACE, self.gate.halt)
 
     def reason_to_stop(self) -> str | None:
         return self._stop or self.budget.exhausted()
@@ -207,6 +131,14 @@ class Walk:
         if reason is not None and len(self.frontier):
             return reason
         return self._stop if self._stop_always else None
+
+    def _request_done(self, ticket: Ticket) -> None:
+        """A request is done: its hold on max_pages ends, and a page the walk dropped after it
+        counted is not fetched after all."""
+        if ticket.holds_page:
+            self.budget.release()
+        elif ticket.counted and ticket.dropped.done() and ticket.page is not None:
+            self.budget.give_back(ticket.page.byte_count)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
@@ -237,7 +169,3 @@ class WalkComponent:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.1f}s" if value < 10 else f"{value:.0f}s"

@@ -19,10 +19,6 @@ ROOT = HERE.parent
 # The address guard is on everywhere; the suite's own site is on loopback, so it is allowed here
 # (and only 127.0.0.1: tests of the guard rely on 127.0.0.2 staying refused).
 LOOPBACK = {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,::1/128"}
-# Set in each test process (each pytest-xdist worker imports this module itself) and inherited by
-# the walks it starts and their helper processes: see helper_processes.
-TEST_PROCESS = "SITEWALK_TEST_PROCESS"
-os.environ[TEST_PROCESS] = str(os.getpid())
 
 
 class Site:
@@ -128,23 +124,34 @@ def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Po
     )
 
 
-def helper_processes() -> set[int]:
-    """Process ids of running page-reading helpers (sitewalk.pagereader) of this test process's
-    walks, told from another test process's (a pytest-xdist worker's, or another run's on the
-    machine) by the TEST_PROCESS they inherit, which they keep when orphaned."""
-    ours = f"{TEST_PROCESS}={os.environ[TEST_PROCESS]}".encode()
+def helper_processes(parent: int | None = None) -> set[int]:
+    """Process ids of running page-reading helpers (sitewalk.pagereader): the children of process
+    ``parent`` (another test's walks, run beside this one, have helpers of their own), or anyone's."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"sitewalk.pagereader import serve" not in (entry / "cmdline").read_bytes():
-                    continue
-                environment = (entry / "environ").read_bytes().split(b"\0")
-            except OSError:
+                cmdline = (entry / "cmdline").read_bytes()
+                # The parent's pid is the field after the command's name, which is in parentheses.
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            if ours in environment:
+            if b"sitewalk.pagereader import serve" in cmdline and parent in (None, ppid):
                 pids.add(int(entry.name))
     return pids
+
+
+def running(pids: set[int]) -> set[int]:
+    """Which of ``pids`` are still running (not ended, nor ended and not yet reaped)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
 
 
 def wait_for_pages(site: Site, count: int, process: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -198,7 +198,7 @@ def test_default_log_is_progress_and_summary_debug_has_scrapy_s_lines(make_site,
     assert result.returncode == 0, result.stderr
     # Every stderr line is one of sitewalk's: no start-up banner, settings, components or stats.
     loggers = [line.split(" [", 1)[1].split("]", 1)[0] for line in result.stderr.splitlines()]
-    assert loggers == ["sitewalk.state", "sitewalk.state", "sitewalk.extensions"], result.stderr
+    assert loggers == ["sitewalk.budget", "sitewalk.budget", "sitewalk.extensions"], result.stderr
 
     debug = run_cli(*args, "-s", "LOG_LEVEL=DEBUG", cwd=tmp_path)
     assert debug.returncode == 0

@@ -1,4 +1,5 @@
-"""The gate: one request at a time, the look-ahead bound, the consumers' exact answers, the pace."""
+"""The gate: requests in flight, request order whatever the arrival order, the look-ahead bound, the
+consumers' exact answers, cuts, the pace."""
 
 from __future__ import annotations
 
@@ -7,16 +8,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scrapy.http import HtmlResponse
-
-from sitewalk.gate import AHEAD, InHand
+from sitewalk.gate import AHEAD, Dropped, Gate, Ticket
 from sitewalk.items import Page
 from sitewalk.state import Walk
 from tests.conftest import walk_for
-
-
-def response(path: str = "/") -> HtmlResponse:
-    return HtmlResponse(f"http://site.test{path}", body=b"<html></html>")
 
 
 def page() -> Page:
@@ -39,22 +34,28 @@ def gate_for(**arguments: Any) -> Any:
     return Walk.of(walk_for(delay=0, **arguments)).gate
 
 
-def consume(gate: Any, answer: Any) -> None:
-    """One item made of the page of ``answer``, through the pipelines."""
-    gate.item_out(answer)
-    gate.output_done(answer)
-    gate.item_done(answer)
+def consume(gate: Any, ticket: Ticket) -> None:
+    """One item made of ``ticket``'s page, through the pipelines."""
+    gate.item_out(ticket)
+    gate.output_done(ticket)
+    gate.item_done(ticket)
+
+
+def arrived(gate: Any, path: str = "/") -> Ticket:
+    """A request sent, and its page arrived."""
+    ticket = gate.request_sent(f"http://site.test{path}")
+    gate.page_arrived(ticket, page())
+    return ticket
 
 
 def test_a_request_in_flight_holds_the_next():
     async def scenario() -> None:
         gate = gate_for()
-        gate.request_sent()
+        ticket = gate.request_sent("http://site.test/")
         assert not await returns(gate.settled(lambda: False))
-        gate.request_over()
+        gate.request_over(ticket)
         assert await returns(gate.settled(lambda: False))
-        gate.request_sent()
-        gate.page_arrived(response(), page())
+        arrived(gate)
         assert await returns(gate.settled(lambda: False))
 
     asyncio.run(scenario())
@@ -63,9 +64,7 @@ def test_a_request_in_flight_holds_the_next():
 def test_an_empty_frontier_waits_for_the_links_of_the_pages_in_hand():
     async def scenario() -> None:
         gate = gate_for()
-        gate.request_sent()
-        answer = response()
-        in_hand = gate.page_arrived(answer, page())
+        in_hand = arrived(gate)
         assert not await returns(gate.settled(lambda: True))
         assert await returns(gate.settled(lambda: False))  # a queued page may go meanwhile
         gate.links_admitted(in_hand)
@@ -77,23 +76,22 @@ def test_an_empty_frontier_waits_for_the_links_of_the_pages_in_hand():
 def test_a_consumer_that_may_stop_holds_the_walk_until_the_pages_are_consumed():
     asked: list[list[Page]] = []
 
-    def may_stop(in_hand: Sequence[InHand]) -> bool:
+    def may_stop(in_hand: Sequence[Ticket]) -> bool:
         asked.append([entry.page for entry in in_hand])
         return any(not entry.read for entry in in_hand) or len(in_hand) > 1
 
     async def scenario() -> None:
         gate = gate_for()
         gate.add_check(may_stop)
-        first, second = response("/1"), response("/2")
-        one = gate.page_arrived(first, first_page := page())
+        one = arrived(gate, "/1")
         assert not await returns(gate.ready(60))  # not read yet: the answer is not known
         gate.page_read(one)
         assert await returns(gate.ready(60))  # read: the consumer says it will not stop on it
-        assert asked[-1] == [first_page]
-        two = gate.page_arrived(second, page())
+        assert asked[-1] == [one.page]
+        two = arrived(gate, "/2")
         gate.page_read(two)
         assert not await returns(gate.ready(60))  # two pages in hand: it might
-        consume(gate, first)
+        consume(gate, one)
         assert await returns(gate.ready(60))
         assert len(asked[-1]) == 1
 
@@ -103,13 +101,11 @@ def test_a_consumer_that_may_stop_holds_the_walk_until_the_pages_are_consumed():
 def test_at_most_ahead_pages_in_hand():
     async def scenario() -> None:
         gate = gate_for()
-        answers = [response(f"/{n}") for n in range(AHEAD + 1)]
-        for answer in answers[:AHEAD]:
-            gate.page_arrived(answer, page())
+        tickets = [arrived(gate, f"/{n}") for n in range(AHEAD)]
         assert await returns(gate.ready(60))
-        gate.page_arrived(answers[AHEAD], page())
+        arrived(gate, f"/{AHEAD}")
         assert not await returns(gate.ready(60))
-        consume(gate, answers[0])
+        consume(gate, tickets[0])
         assert await returns(gate.ready(60))
 
     asyncio.run(scenario())
@@ -119,8 +115,7 @@ def test_pages_take_their_turns_in_fetch_order():
     async def scenario() -> list[str]:
         gate = gate_for()
         order: list[str] = []
-        first, second = response("/1"), response("/2")
-        one, two = gate.page_arrived(first, page()), gate.page_arrived(second, page())
+        one, two = arrived(gate, "/1"), arrived(gate, "/2")
 
         async def later() -> None:
             await two.turn_to_admit()
@@ -136,7 +131,7 @@ def test_pages_take_their_turns_in_fetch_order():
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         order.append("consume 1")
-        consume(gate, first)
+        consume(gate, one)
         await task
         return order
 
@@ -146,14 +141,13 @@ def test_pages_take_their_turns_in_fetch_order():
 def test_a_page_is_consumed_when_each_of_its_items_is_through():
     async def scenario() -> None:
         gate = gate_for()
-        answer = response()
-        in_hand = gate.page_arrived(answer, page())
-        gate.item_out(answer)
-        gate.item_out(answer)
-        gate.item_done(answer)
-        gate.output_done(answer)
+        in_hand = arrived(gate)
+        gate.item_out(in_hand)
+        gate.item_out(in_hand)
+        gate.item_done(in_hand)
+        gate.output_done(in_hand)
         assert not in_hand.consumed.done()
-        gate.item_done(answer)
+        gate.item_done(in_hand)
         assert in_hand.consumed.done() and in_hand.admitted.done()
 
     asyncio.run(scenario())
@@ -181,7 +175,7 @@ def test_a_stop_wakes_every_wait():
     async def scenario() -> None:
         gate = gate_for()
         gate.add_check(lambda pages: True)
-        gate.request_sent()
+        gate.request_sent("http://site.test/")
         waits = [asyncio.ensure_future(gate.settled(lambda: True)), asyncio.ensure_future(gate.ready(60))]
         for _ in range(5):
             await asyncio.sleep(0)
@@ -190,3 +184,103 @@ def test_a_stop_wakes_every_wait():
         await asyncio.gather(*waits)
 
     asyncio.run(scenario())
+
+
+def test_several_requests_in_flight_up_to_the_concurrency():
+    async def scenario() -> None:
+        gate = Gate(0, concurrency=3)
+        tickets = [gate.request_sent(f"http://site.test/{n}") for n in range(3)]
+        assert gate.in_flight == 3
+        assert not await returns(gate.settled(lambda: False))
+        gate.page_arrived(tickets[1], page())
+        assert await returns(gate.settled(lambda: False))
+
+    asyncio.run(scenario())
+
+
+def test_pages_take_their_turns_in_request_order_whatever_order_they_arrive_in():
+    async def scenario() -> list[str]:
+        gate = Gate(0, concurrency=3)
+        tickets = [gate.request_sent(f"http://site.test/{n}") for n in range(3)]
+        order: list[str] = []
+
+        async def walk_page(ticket: Ticket) -> None:
+            gate.page_arrived(ticket, page())
+            await ticket.turn_to_admit()
+            order.append(f"admit {ticket.number}")
+            gate.links_admitted(ticket)
+            await ticket.turn_to_consume()
+            order.append(f"consume {ticket.number}")
+            consume(gate, ticket)
+
+        # The last request's page arrives first, the first request's last.
+        tasks = [asyncio.ensure_future(walk_page(ticket)) for ticket in reversed(tickets)]
+        await asyncio.gather(*tasks)
+        return order
+
+    order = asyncio.run(scenario())
+    assert [step for step in order if step.startswith("admit")] == ["admit 1", "admit 2", "admit 3"]
+    assert [step for step in order if step.startswith("consume")] == ["consume 1", "consume 2", "consume 3"]
+
+
+def test_a_request_that_ends_without_a_page_is_done_at_its_turn():
+    async def scenario() -> list[str]:
+        gate = Gate(0, concurrency=2)
+        first, second = gate.request_sent("http://site.test/1"), gate.request_sent("http://site.test/2")
+        done: list[str] = []
+        gate.when_done(lambda ticket: done.append(ticket.url))
+        gate.request_over(second, lambda: done.append("failure recorded"))
+        assert done == []  # the first is not done yet
+        gate.page_arrived(first, page())
+        gate.links_admitted(first)
+        consume(gate, first)
+        return done
+
+    assert asyncio.run(scenario()) == ["http://site.test/1", "failure recorded", "http://site.test/2"]
+
+
+def test_a_cut_drops_the_requests_after_a_ticket_and_lists_them_in_request_order():
+    async def scenario() -> tuple[list[str], list[str], bool]:
+        gate = Gate(0, concurrency=4)
+        tickets = [gate.request_sent(f"http://site.test/{n}") for n in range(1, 5)]
+        gate.page_arrived(tickets[0], page())
+        gate.page_arrived(tickets[2], page())
+        dropped_turn = asyncio.ensure_future(tickets[2].turn_to_admit())
+        download = asyncio.ensure_future(tickets[3].unless_dropped(asyncio.sleep(3600)))
+        await asyncio.sleep(0)
+        gate.cut(after=2)
+        outcome: list[str] = []
+        for wait in (dropped_turn, download):
+            try:
+                await wait
+            except Dropped:
+                outcome.append("dropped")
+        # The pages before the cut go on: the first is consumed, the second ends without a page.
+        await tickets[0].turn_to_admit()
+        gate.links_admitted(tickets[0])
+        await tickets[0].turn_to_consume()
+        consume(gate, tickets[0])
+        gate.request_over(tickets[1])
+        gate.output_done(tickets[2])
+        gate.request_over(tickets[3])
+        return outcome, gate.dropped(), gate.busy()
+
+    outcome, dropped, busy = asyncio.run(scenario())
+    assert outcome == ["dropped", "dropped"]
+    assert dropped == ["http://site.test/3", "http://site.test/4"]
+    assert not busy
+
+
+def test_a_stop_ends_the_pace_wait_at_once():
+    async def scenario() -> float:
+        gate = gate_for()
+        gate.slow_down(30)
+        gate.request_started()
+        started = time.monotonic()
+        waiting = asyncio.ensure_future(gate.ready(60))
+        await asyncio.sleep(0)
+        gate.stop()
+        await waiting
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 5

@@ -101,6 +101,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert "required" not in crawl
     assert set(crawl["properties"]) == {
         "url", "cursor", "max_depth", "max_pages", "deadline", "max_bytes", "include", "exclude", "no_parent", "sitemap",
+        "concurrency",
     }
     # The bounds are the server's maxima (--max-pages 30, the defaults for the others).
     assert crawl["properties"]["max_pages"] | {"description": ""} == {
@@ -110,6 +111,10 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert crawl["properties"]["max_depth"]["default"] == 1
     assert crawl["properties"]["deadline"]["maximum"] == 300
     assert crawl["properties"]["max_bytes"]["maximum"] == 50_000_000
+    # One request at a time unless the operator allows more (--max-concurrency).
+    assert crawl["properties"]["concurrency"] | {"description": ""} == {
+        "type": "integer", "default": 1, "minimum": 1, "maximum": 1, "title": "Concurrency", "description": "",
+    }
     assert all(spec.get("description") for spec in crawl["properties"].values())
 
     grep = tools["web_grep"].input_schema
@@ -153,6 +158,8 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
         ("web_grep", {"pattern": "x", "context": 11}, "context=11 is above the limit of 10"),
         ("web_fetch", {"max_length": 20_001},
          "max_length=20001 is above this server's limit of 20000 (sitewalk-mcp --max-output-chars)"),
+        ("web_grep", {"pattern": "x", "concurrency": 2},
+         "concurrency=2 is above this server's limit of 1 (sitewalk-mcp --max-concurrency)"),
         ("web_crawl", {"max_pages": 0}, "max_pages=0 must be >= 1"),
         ("web_crawl", {"max_depth": "deep"}, 'max_depth="deep" must be a whole number'),
         ("web_crawl", {"no_parent": "maybe"}, 'no_parent="maybe" must be true or false'),
@@ -161,7 +168,8 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
         ("web_crawl", {"include": "("},
          "include '(' is not a valid regular expression: missing ), unterminated subpattern at position 0"),
     ],
-    ids=["max_pages", "max_matches", "context", "max_length", "minimum", "type", "bool", "unknown", "empty", "regex"],
+    ids=["max_pages", "max_matches", "context", "max_length", "concurrency", "minimum", "type", "bool", "unknown", "empty",
+         "regex"],
 )
 async def test_bad_arguments_are_one_line_naming_the_parameter_and_the_limit(
     server: Server, make_site: Any, tool: str, arguments: dict[str, Any], message: str

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.conftest import allow_loopback, helper_processes, start_cli, wait_for_pages
+from tests.conftest import allow_loopback, helper_processes, running, start_cli, wait_for_pages
 
 # Pages large enough to be read by the walk's helper process.
 FILLER = "<p>" + "filler " * 3000 + "</p>"
@@ -26,14 +26,14 @@ SITE = {
 )
 def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     site = make_site(SITE)
-    helpers_before = helper_processes()
     process = start_cli(
         "-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(),
         "-s", "LOG_LEVEL=DEBUG",  # for Scrapy's stats
         cwd=tmp_path, new_session=group,
     )
     wait_for_pages(site, 3, process)
-    assert helper_processes() - helpers_before  # the walk reads pages in a helper process
+    helpers = helper_processes(parent=process.pid)
+    assert helpers  # the walk reads pages in a helper process
     if group:  # what Ctrl-C in a terminal does: the walk's helper gets the signal too
         os.killpg(process.pid, signum)
     else:
@@ -44,7 +44,7 @@ def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     assert "'finish_reason': 'interrupted'" in stderr  # Scrapy is told the stop too
     # The helper ended with the walk.
-    assert helper_processes() - helpers_before == set()
+    assert running(helpers) == set()
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stopped"] == "interrupted"
     items = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
+import os
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
@@ -149,7 +149,7 @@ class _HelpFormatter(ScrapyHelpFormatter, argparse.RawDescriptionHelpFormatter):
 
 
 class _Interrupt:
-    """The process's SIGINT and SIGTERM handlers: the first stops the walk, the second the reactor."""
+    """The process's SIGINT and SIGTERM handlers: the first stops the walk, the second the process."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -162,8 +162,11 @@ class _Interrupt:
         _reactor().callFromThread(self._stop_walk, signum)
 
     def second(self, signum: int, _: Any) -> None:
-        install_shutdown_handlers(signal.SIG_IGN)
-        _reactor().callFromThread(self._stop_now, signum)
+        # At once, whatever the reactor is doing (a component may be holding it), as Scrapy's
+        # second signal does: the feeds are written unbuffered and the JOBDIR journal is whole up
+        # to its last line, so nothing written is lost. Only os.write is safe in a handler.
+        os.write(2, f"sitewalk: received {signal_names[signum]} twice: stopping now\n".encode())
+        os._exit(128 + signum)
 
     # Logging cannot happen in a signal handler (the stream may be mid-write): these run on the reactor.
     def _stop_walk(self, signum: int) -> None:
@@ -172,9 +175,6 @@ class _Interrupt:
         if walk is not None:
             walk.stop("interrupted", left_unfetched=True)
 
-    def _stop_now(self, signum: int) -> None:
-        logger.info("Received %s twice: stopping now", signal_names[signum])
-        _reactor().stop()
 
 
 def _reactor() -> Any:

@@ -30,6 +30,7 @@ _NUMBERS: tuple[tuple[str, type, str | None, str], ...] = (
     ("max_deadline", float, "deadline", "largest deadline (seconds) a call may ask for"),
     ("max_bytes", int, "max_bytes", "largest max_bytes a call may ask for"),
     ("max_matches", int, "max_matches", "largest max_matches a web_grep call may ask for"),
+    ("max_concurrency", int, "concurrency", "largest concurrency (requests in flight) a call may ask for"),
     ("max_output_chars", int, None, "most characters a call returns, text and structured content"),
     ("cursor_memory", int, None, "most characters of cut outputs the server keeps for their cursors"),
 )

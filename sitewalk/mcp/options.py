@@ -18,6 +18,7 @@ LIMITS = {
     "max_bytes": "max_bytes",
     "max_matches": "max_matches",
     "max_length": "max_output_chars",
+    "concurrency": "max_concurrency",
 }
 
 
@@ -27,7 +28,8 @@ class ServerOptions:
 
     ``max_*`` are the largest budgets a call may request: the tools' input schemas carry them as
     ``maximum``, so a call above one is rejected before anything is fetched. ``delay`` is the
-    pause between requests (politeness is the operator's choice, not the model's).
+    pause between requests (politeness is the operator's choice, not the model's), and
+    ``max_concurrency`` the most requests a call may keep in flight (1 unless the operator allows more).
     ``max_output_chars`` bounds a call's whole result, text and structured content;
     ``cursor_memory`` the characters of cut walk outputs kept for their cursors.
     """
@@ -41,6 +43,7 @@ class ServerOptions:
     max_deadline: float = 300.0
     max_bytes: int = 50_000_000
     max_matches: int = 500
+    max_concurrency: int = 1
     max_output_chars: int = 20_000
     cursor_memory: int = 5_000_000
 

@@ -204,6 +204,7 @@ def _walk_options(options: ServerOptions) -> dict[str, Any]:
         "max_pages": _param("max_pages", options.max_pages),
         "deadline": _param("deadline", options.max_deadline),
         "max_bytes": _param("max_bytes", options.max_bytes),
+        "concurrency": _param("concurrency", options.max_concurrency),
         "include": _param("include"),
         "exclude": _param("exclude"),
         "no_parent": _param("no_parent"),
@@ -289,6 +290,7 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         max_pages: int = fields["max_pages"],
         deadline: float = fields["deadline"],
         max_bytes: int = fields["max_bytes"],
+        concurrency: int = fields["concurrency"],
         include: str | None = fields["include"],
         exclude: str | None = fields["exclude"],
         no_parent: bool = fields["no_parent"],
@@ -303,7 +305,7 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
         walk_options = {"max_depth": max_depth, "include": include, "exclude": exclude, "no_parent": no_parent,
-                        "sitemap": sitemap, **budgets}
+                        "sitemap": sitemap, "concurrency": concurrency, **budgets}
         report = await progress.run(url, walk_options, lambda: walk_async(url, **progress.arguments(walk_options)))
         lines, suffix = index_lines(progress.pages)
         summary = (
@@ -341,6 +343,7 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         fixed_strings: bool = _param("fixed_strings"),
         deadline: float = fields["deadline"],
         max_bytes: int = fields["max_bytes"],
+        concurrency: int = fields["concurrency"],
         include: str | None = fields["include"],
         exclude: str | None = fields["exclude"],
         no_parent: bool = fields["no_parent"],
@@ -359,7 +362,8 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes, "max_matches": max_matches}
         walk_options = {
             "max_depth": max_depth, "ignore_case": ignore_case, "context": context, "fixed_strings": fixed_strings,
-            "include": include, "exclude": exclude, "no_parent": no_parent, "sitemap": sitemap, **budgets,
+            "include": include, "exclude": exclude, "no_parent": no_parent, "sitemap": sitemap,
+            "concurrency": concurrency, **budgets,
         }
         matches, report = await progress.run(
             url, {"grep": pattern, **walk_options}, lambda: grep_async(url, pattern, **progress.arguments(walk_options))

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import CloseSpider
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.gate import TICKET, Dropped, Ticket
 from sitewalk.items import Page, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
@@ -65,6 +67,7 @@ class SitewalkSpider(Spider):
         if state is not None:
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(spider.spider_idle, signal=signals.spider_idle)
         if spider.walk.config.sitemap and not spider.walk.resumed:
             spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"), spider.walk.results.sitemaps)
             crawler.signals.connect(spider._sitemaps.robots_parsed, signal=signals.robots_parsed)
@@ -81,53 +84,100 @@ class SitewalkSpider(Spider):
         else:
             frontier.add_seed(walk.config.seed)
         sitemaps = self._sitemaps
+        budget = walk.budget
         while True:
             await gate.settled(lambda: not len(frontier))
             reason = walk.reason_to_stop()
             if reason is not None or not (len(frontier) or sitemaps):
                 break
-            await gate.ready(walk.budget.seconds_left())
+            if sitemaps:
+                # After the seed's own links, before the pages they lead to: one file at a time,
+                # with nothing else in flight.
+                await gate.idle()
+                await gate.ready(budget.seconds_left())
+                reason = walk.reason_to_stop()
+                if reason is not None:
+                    break
+                url = sitemaps.next_file()
+                ticket = gate.request_sent(url, page=False)
+                yield Request(url, callback=self.sitemap, errback=self.sitemap_failed,
+                              meta={"sitewalk_sitemap": True, TICKET: ticket})
+                continue
+            await gate.ready(budget.seconds_left())
             reason = walk.reason_to_stop()
             if reason is not None:
                 break
-            if sitemaps:
-                # After the seed's own links, before the pages they lead to.
-                gate.request_sent()
-                yield Request(sitemaps.next_file(), callback=self.sitemap, errback=self.sitemap_failed,
-                              meta={"sitewalk_sitemap": True})
-                continue
             url, depth, found_on = frontier.pop()
-            gate.request_sent()
-            meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0}
+            # The page is the budget's from now: max_pages counts the requests sent, not the pages arrived.
+            budget.reserve()
+            ticket = gate.request_sent(url)
+            meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0, TICKET: ticket}
             headers = {"Referer": found_on} if found_on and referer else None
             yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
-        stopped = walk.stopped(reason)
+        # The requests in flight are the budget's: their pages go through, and their links tell
+        # whether the stop left anything unfetched (as they do one request at a time).
+        await gate.idle()
+        # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
+        stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
             await self.crawler.engine.close_spider_async(reason=stopped)
 
     async def parse(self, response: Response) -> AsyncIterator[Page]:
         walk = self.walk
+        gate = walk.gate
+        ticket: Ticket = response.meta[TICKET]
         page = _page(response)
-        in_hand = walk.gate.page_arrived(response, page)
+        gate.page_arrived(ticket, page)
         if response.meta.get("sitewalk_seed"):
             walk.frontier.set_origin(response.url)
             if self._sitemaps is not None and walk.frontier.origin is not None:
                 self._sitemaps.start(walk.frontier.origin)
-        walk.budget.count(page.byte_count, page.depth)
-        self.crawler.stats.inc_value("sitewalk/budget/pages")
-        self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
-        links = await self._read(response, page)
-        walk.gate.page_read(in_hand)
-        await in_hand.turn_to_admit()
-        if page.depth < walk.config.max_depth:
-            offsite = walk.frontier.admit(links, page.depth + 1, response.url)
-            if offsite:
-                self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
-        else:
-            walk.frontier.hold(links, page.depth + 1, response.url)
-        walk.gate.links_admitted(in_hand)
-        await in_hand.turn_to_consume()
+        # One page that cannot be read is that page's failure, not the walk's: it is counted,
+        # its links are not followed, and it takes its turn like any other page.
+        failed: Failed | None = None
+        try:
+            try:
+                links = await ticket.unless_dropped(self._read(response, page))
+            except Dropped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any fault of the reading is the page's failure
+                links, failed = [], self._unreadable(page, exc)
+            gate.page_read(ticket)
+            await ticket.turn_to_admit()
+            # Counted in request order: which page max_bytes cuts does not depend on which
+            # response arrived first.
+            over = walk.budget.count(page.byte_count, page.depth)
+            ticket.holds_page = False
+            if over is None:
+                ticket.counted = True
+                self.crawler.stats.inc_value("sitewalk/budget/pages")
+                self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
+            else:
+                links, failed = [], Failed("budget", over)
+                walk.stop("max-bytes", left_unfetched=True)
+                gate.cut(after=ticket.number)
+            if page.depth < walk.config.max_depth:
+                offsite = walk.frontier.admit(links, page.depth + 1, response.url)
+                if offsite:
+                    self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
+            else:
+                walk.frontier.hold(links, page.depth + 1, response.url)
+            gate.links_admitted(ticket)
+            await ticket.turn_to_consume()
+        except Dropped:
+            # The walk let go of this request (a stop after an earlier page, the deadline, an
+            # interruption): its page is not handed to the consumers; the report lists it as unvisited.
+            return
+        if failed is not None:
+            self._failed(response.request, page.url, failed)  # type: ignore[arg-type]
+            return
         yield page
+
+    def _unreadable(self, page: Page, exc: Exception) -> Failed:
+        self.logger.warning("%s could not be read (%s: %s): a failure of kind read, its links not followed",
+                            page.final_url, type(exc).__name__, exc)
+        self.logger.debug("reading %s failed", page.final_url, exc_info=True)
+        return Failed("read", f"the page could not be read ({type(exc).__name__}: {exc}); its links are not followed")
 
     async def _read(self, response: Response, page: Page) -> list[str]:
         """Read the HTML of a 2xx page for its title, its links (within max_depth) and, for grep,
@@ -152,52 +202,74 @@ class SitewalkSpider(Spider):
 
     def errback(self, failure: Failure) -> None:
         walk = self.walk
-        walk.gate.request_over()
         request: Request = failure.request  # type: ignore[attr-defined]
+        ticket: Ticket = request.meta[TICKET]
         url = request.meta.get("redirect_urls", [request.url])[0]
+        if failure.check(Dropped):
+            # Cut off when the walk let go of it: not fetched, listed as unvisited.
+            walk.gate.request_over(ticket)
+            return
         if failure.check(RobotsDisallowed, RobotsUnreachable):
-            if not request.meta.get("sitewalk_seed"):
-                walk.results.robots_skipped.append(url)
-                self.crawler.stats.inc_value("sitewalk/robots/skipped")
-                return
             exc = failure.value
+            if not request.meta.get("sitewalk_seed"):
+                walk.gate.request_over(ticket, lambda: self._robots_skipped(url))
+                return
             # A host that cannot be reached fails its robots.txt first: that is the seed's own problem.
             if isinstance(exc, RobotsUnreachable) and exc.kind in HOST_KINDS:
-                self._failed(request, url, exc.failed)
+                failed = exc.failed
+                walk.gate.request_over(ticket, lambda: self._failed(request, url, failed))
                 return
         cut = walk.budget.cut_off(failure, request)
         if cut is not None:
             walk.stop(cut[0], left_unfetched=True)
-        self._failed(request, url, Failed("budget", cut[1]) if cut is not None else describe(failure, request))
+            if cut[0] == "max-bytes":
+                walk.gate.cut(after=ticket.number)
+        failed = Failed("budget", cut[1]) if cut is not None else describe(failure, request)
+        walk.gate.request_over(ticket, lambda: self._failed(request, url, failed))
+
+    def _robots_skipped(self, url: str) -> None:
+        self.walk.results.robots_skipped.append(url)
+        self.crawler.stats.inc_value("sitewalk/robots/skipped")
+
+    def spider_idle(self) -> None:
+        """A stop that came after the last request was sent (the deadline, a signal, while the
+        last pages were read or consumed) ends the walk with its reason, not as finished."""
+        stopped = self.walk.stopped(self.walk.reason_to_stop())
+        if stopped is not None:
+            raise CloseSpider(stopped)
 
     def sitemap(self, response: Response) -> None:
         """A sitemap file (not a page: no item, not in max_pages, in max_bytes): its URLs join the
         frontier at depth 1, in its order."""
         walk = self.walk
-        walk.gate.request_over()
         walk.budget.spend(len(response.body))
         assert self._sitemaps is not None
         urls = self._sitemaps.read(response, max(walk.budget.bytes_left(), 1))
-        if not urls:
-            return
-        if walk.config.max_depth >= 1:
-            walk.frontier.admit(urls, 1, response.url)
-        else:
-            walk.frontier.hold(urls, 1, response.url)
+
+        def admit() -> None:
+            if not urls:
+                return
+            if walk.config.max_depth >= 1:
+                walk.frontier.admit(urls, 1, response.url)
+            else:
+                walk.frontier.hold(urls, 1, response.url)
+
+        walk.gate.request_over(response.meta[TICKET], admit)
 
     def sitemap_failed(self, failure: Failure) -> None:
-        self.walk.gate.request_over()
+        self.walk.gate.request_over(failure.request.meta[TICKET])  # type: ignore[attr-defined]
         self.logger.info("sitemap %s not read: %s", failure.request.url, describe(failure, failure.request).reason)  # type: ignore[attr-defined]
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
         if request.meta.get("sitewalk_depth") is None:
             return
-        self.walk.gate.request_over()
         chain = request.meta.get("redirect_urls", [])
         if request.url in chain:
-            self._failed(request, chain[0], Failed("redirect-loop", "redirect loop: " + " -> ".join([*chain, request.url])))
+            failed = Failed("redirect-loop", "redirect loop: " + " -> ".join([*chain, request.url]))
+            self.walk.gate.request_over(request.meta[TICKET], lambda: self._failed(request, chain[0], failed))
         else:
+            self.walk.gate.request_over(request.meta[TICKET])
             self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
 
     def _failed(self, request: Request, url: str, failed: Failed) -> None:
