@@ -29,9 +29,9 @@ def answered(site) -> Counter[str]:
         # Closes each connection on the request after its first: the race of an idle timeout
         # firing just as a request arrives, every time.
         (("--requests-per-connection", "1"), 0),
-        # Closes connections idle for 0.1 s, while the walk waits 0.15 s between requests: the
+        # Closes connections idle for 0.2 s, while the walk waits 0.3 s between requests: the
         # close usually arrives before the next request; the case above is the one that races.
-        (("--idle-timeout", "0.1"), 0.15),
+        (("--idle-timeout", "0.2"), 0.3),
     ],
     ids=["closed-on-arrival", "idle-timeout"],
 )
