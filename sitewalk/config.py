@@ -126,8 +126,7 @@ class WalkConfig:
     concurrency: int = field(
         default=1,
         metadata=_arg(
-            "most page requests in flight at once (pages still arrive in breadth-first order); "
-            "more than 1 only on sites you own or may load",
+            "most page requests in flight at once, the walk's order kept; more than 1 only on sites you own or may load",
             minimum=1, maximum=64,
         ),
     )

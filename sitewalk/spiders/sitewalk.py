@@ -116,7 +116,7 @@ class SitewalkSpider(Spider):
             yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
         # The requests in flight are the budget's: their pages go through, and their links tell
         # whether the stop left anything unfetched (as they do one request at a time).
-        await gate.idle()
+        await gate.drained()
         # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
         stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
