@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
+
+import ada_url
 
 from sitewalk.text import visible_lines
 
@@ -21,19 +24,37 @@ _AROUND = ("nav", "header", "footer", "[role=navigation]", "[role=search]", "[ro
            "[role=complementary]", "div.related", "div.sphinxsidebar", "div.footer")
 # Permalink signs beside headings (Sphinx, MkDocs, Docusaurus): not content.
 _PERMALINKS = ("a.headerlink", "a.anchor", "a.hash-link")
+# The elements whose targets Markdown shows, and the attribute that holds each.
+_TARGETS = {"a": "href", "area": "href", "img": "src", "video": "src", "audio": "src", "iframe": "src"}
+_TARGET_SELECTOR = ", ".join(f"{tag}[{attribute}]" for tag, attribute in _TARGETS.items())
+# A code block's language, as highlighters name it in a class of the block or of what wraps it:
+# language-xxx and lang-xxx (Prism, highlight.js, Markdown renderers), highlight-xxx (Sphinx's
+# wrapper div), "sourceCode xxx" (pandoc).
+_LANGUAGE_CLASS = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([\w+#.-]+)")
+# Names that say "no language": plain text, or the site's default that the page does not name.
+_NO_LANGUAGE = frozenset({"default", "none", "text", "plain", "plaintext", "nohighlight"})
 
 
-def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool) -> str:
+def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, url: str | None = None) -> str:
     """The content of an HTML page (``mode`` ``markdown`` or ``text``), with ``main`` its main
     part only. Changes ``tree`` (call it after the page's links and title are read).
 
     Markdown comes from html-to-markdown: headings, paragraphs, lists, links, emphasis, tables,
-    and fenced code blocks that keep their indentation. Text is :func:`sitewalk.text.visible_lines`,
-    one line per block, ``<pre>`` lines with their indentation: the lines grep searches.
+    and fenced code blocks that keep their indentation and name their language when the page
+    does. With the page's (final) ``url``, every link and image target is absolute, resolved
+    against the page's ``<base href>`` as a browser resolves it, except a link to a place on
+    the page itself, which stays ``#id``. Text is :func:`sitewalk.text.visible_lines`, one line
+    per block, ``<pre>`` lines with their indentation: the lines grep searches.
     """
     root = _main_part(tree) if main else None
     if mode == "markdown":
-        return _markdown(root.html or "" if root is not None else markup, main=main and root is None)
+        scope = root if root is not None else tree.root
+        if scope is None:
+            return ""
+        if url is not None:
+            _absolute_targets(tree, scope, url)
+        _name_code_languages(scope)
+        return _markdown(scope.html or "", main=main and root is None)
     if root is None:
         if main:
             for node in tree.css(", ".join(_AROUND)):
@@ -52,6 +73,57 @@ def _main_part(tree: LexborHTMLParser) -> LexborNode | None:
             for link in node.css("a.toc-backref"):
                 link.unwrap()
             return node
+    return None
+
+
+def _absolute_targets(tree: LexborHTMLParser, scope: LexborNode, url: str) -> None:
+    """Make the targets of links, images and media under ``scope`` absolute (see :func:`html_content`)."""
+    base_element = tree.css_first("base[href]")
+    try:
+        page = ada_url.normalize_url(url).partition("#")[0]
+        base = ada_url.join_url(page, base_element.attrs["href"] or "") if base_element is not None else page
+    except ValueError:
+        return
+    resolved: dict[str, str] = {}
+    for element in scope.css(_TARGET_SELECTOR):
+        attribute = _TARGETS[element.tag or ""]
+        target = element.attrs[attribute] or ""
+        absolute = resolved.get(target)
+        if absolute is None:
+            try:
+                absolute = ada_url.join_url(base, target)
+            except ValueError:
+                absolute = target  # not a URL a browser could follow: left as the page wrote it
+            document, hash_sign, fragment = absolute.partition("#")
+            if hash_sign and fragment and document == page:
+                absolute = "#" + fragment
+            resolved[target] = absolute
+        if absolute != target:
+            element.attrs[attribute] = absolute
+
+
+def _name_code_languages(scope: LexborNode) -> None:
+    """Give each ``<pre>`` whose language the page names (on it, its ``<code>`` or the two
+    elements around it) the class ``language-xxx``, which html-to-markdown writes after the fence."""
+    for pre in scope.css("pre"):
+        code = pre.css_first("code")
+        for element in (pre, code, pre.parent, pre.parent.parent if pre.parent is not None else None):
+            language = _language(element.attrs.get("class") or "") if element is not None else None
+            if language is not None:
+                if language.lower() not in _NO_LANGUAGE:
+                    pre.attrs["class"] = "language-" + language
+                break
+
+
+def _language(classes: str) -> str | None:
+    """The language a ``class`` attribute names, if it names one."""
+    found = _LANGUAGE_CLASS.search(classes)
+    if found is not None:
+        return found.group(1)
+    names = classes.split()
+    if "sourceCode" in names:
+        others = [name for name in names if name != "sourceCode"]
+        return others[0] if others else None
     return None
 
 

@@ -68,7 +68,7 @@ class Page(_Fetched):
 
     def content(self, mode: str = "markdown", *, main_content: bool = False) -> str | None:
         """The page's content: ``markdown`` or ``text`` of an HTML page (:func:`sitewalk.content.html_content`;
-        with ``main_content``, of its main part only), ``html`` its decoded body; a text page
+        with ``main_content``, of its main part only; targets resolved against ``final_url``), ``html`` its decoded body; a text page
         (text/*, JSON, XML) gives its body as it is, any other page None."""
         from sitewalk.content import MODES, html_content
         from sitewalk.text import is_plain_text
@@ -84,7 +84,7 @@ class Page(_Fetched):
         from sitewalk.links import parse_html
 
         markup = self.text
-        return html_content(parse_html(markup), markup, mode, main=main_content)
+        return html_content(parse_html(markup), markup, mode, main=main_content, url=self.final_url)
 
     @property
     def is_html(self) -> bool:
