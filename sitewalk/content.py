@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import ada_url
 
+from sitewalk.main_content import main_part
 from sitewalk.text import visible_lines
 
 if TYPE_CHECKING:
@@ -16,12 +17,6 @@ if TYPE_CHECKING:
 __all__ = ["MODES", "html_content"]
 
 MODES = ("markdown", "text", "html")
-# Where a page keeps its main content, in the order they are tried: the HTML landmark, then
-# the blocks documentation generators write it in (Sphinx's div.body, MkDocs' and others' #content).
-_MAIN = ("main", "[role=main]", "article", "div.body", "#content", "#main")
-# What a page without such a block has around its content.
-_AROUND = ("nav", "header", "footer", "[role=navigation]", "[role=search]", "[role=banner]", "[role=contentinfo]",
-           "[role=complementary]", "div.related", "div.sphinxsidebar", "div.footer")
 # Permalink signs beside headings (Sphinx, MkDocs, Docusaurus): not content.
 _PERMALINKS = ("a.headerlink", "a.anchor", "a.hash-link")
 # The elements whose targets Markdown shows, and the attribute that holds each.
@@ -46,34 +41,19 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
     the page itself, which stays ``#id``. Text is :func:`sitewalk.text.visible_lines`, one line
     per block, ``<pre>`` lines with their indentation: the lines grep searches.
     """
-    root = _main_part(tree) if main else None
+    scope = main_part(tree) if main else tree.root
+    if scope is None:
+        return ""
     if mode == "markdown":
-        scope = root if root is not None else tree.root
-        if scope is None:
-            return ""
         if url is not None:
             _absolute_targets(tree, scope, url)
         _name_code_languages(scope)
-        return _markdown(scope.html or "", main=main and root is None)
-    if root is None:
-        if main:
-            for node in tree.css(", ".join(_AROUND)):
-                node.decompose()
+        return _markdown(scope.html or "")
+    if not main:
         return "\n".join(visible_lines(tree))
     from selectolax.lexbor import LexborHTMLParser
 
-    return "\n".join(visible_lines(LexborHTMLParser(root.html or "")))
-
-
-def _main_part(tree: LexborHTMLParser) -> LexborNode | None:
-    for selector in _MAIN:
-        node = tree.css_first(selector)
-        if node is not None:
-            # A heading that links back to the table of contents is a heading, not a link.
-            for link in node.css("a.toc-backref"):
-                link.unwrap()
-            return node
-    return None
+    return "\n".join(visible_lines(LexborHTMLParser(scope.html or "")))
 
 
 def _absolute_targets(tree: LexborHTMLParser, scope: LexborNode, url: str) -> None:
@@ -127,26 +107,24 @@ def _language(classes: str) -> str | None:
     return None
 
 
-def _markdown(html: str, *, main: bool) -> str:
+def _markdown(html: str) -> str:
     from html_to_markdown import convert
 
-    return convert(html, _options(main)).content or ""
+    return convert(html, _options()).content or ""
 
 
-_OPTIONS: dict[bool, ConversionOptions] = {}
+_OPTIONS: list[ConversionOptions] = []
 
 
-def _options(around_removed: bool) -> ConversionOptions:
+def _options() -> ConversionOptions:
     """html-to-markdown's options: no metadata header, permalinks left out, inline ``data:``
     images dropped; its own clean-up (which removes ``<nav>`` and ``<header>`` even of a whole
-    page) off, what surrounds the content removed by name instead when asked for."""
-    options = _OPTIONS.get(around_removed)
-    if options is None:
+    page) off: :mod:`sitewalk.main_content` finds the main part."""
+    if not _OPTIONS:
         from html_to_markdown import ConversionOptions, PreprocessingOptions
 
-        excluded = [*_PERMALINKS, *(_AROUND if around_removed else ())]
-        options = _OPTIONS[around_removed] = ConversionOptions(
-            extract_metadata=False, exclude_selectors=excluded, inline_data_media="drop_element",
+        _OPTIONS.append(ConversionOptions(
+            extract_metadata=False, exclude_selectors=list(_PERMALINKS), inline_data_media="drop_element",
             preprocessing=PreprocessingOptions(enabled=False),
-        )
-    return options
+        ))
+    return _OPTIONS[0]

@@ -25,7 +25,8 @@ PAGE = ("<!DOCTYPE html><html><head><title>Tasks</title></head><body>"
         f"<main>{ARTICLE}</main><footer>Copyright footer</footer></body></html>")
 SITE = {
     "/": {"body": PAGE},
-    "/other": {"body": "<html><body><div class='sphinxsidebar'>Side</div><div class='body'><p>Other body</p>"
+    "/other": {"body": "<html><body><div class='sphinxsidebar' role='navigation'><a href='/'>Side</a></div>"
+                       "<div class='body'><p>Other body</p>"
                        "</div><div class='footer'>Foot</div></body></html>"},
     "/notes.txt": {"content_type": "text/plain", "body": "  plain\ttext\n"},
     "/logo.png": {"content_type": "image/png", "body": "PNG"},
@@ -135,7 +136,7 @@ def test_text_is_one_line_per_block_with_pre_indentation(make_site, tmp_path):
         "Tasks", "Run many things, see the other page.", "first point", "second point", "name meaning",
         "gather wait for all", "async with group:", "    task = start()",
     ])
-    # A page without <main>: Sphinx's div.body is its main part.
+    # A page without <main>: the body less its navigation and the furniture that ends it.
     assert items["other"]["content"] == "Other body"
 
 
