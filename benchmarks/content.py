@@ -40,9 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from selectolax.lexbor import LexborHTMLParser
-
 from run import Site, nginx
+from selectolax.lexbor import LexborHTMLParser
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"

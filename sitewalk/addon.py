@@ -26,7 +26,7 @@ from sitewalk.downloadermiddlewares import (
 )
 from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
-from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
+from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
@@ -70,6 +70,7 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", FeedExporter, None),
     ("EXTENSIONS", WalkFeedExporter, 0),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
+    ("ITEM_PIPELINES", SaveDirPipeline, 200),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
 _EXPORTERS = {"csv": "sitewalk.exporters.CsvItemExporter", "xml": "sitewalk.exporters.XmlItemExporter"}

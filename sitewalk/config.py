@@ -178,6 +178,11 @@ class WalkConfig:
         default=False,
         metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
     )
+    save_dir: str | None = field(
+        default=None,
+        metadata=_arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
+                      "directory, its path mirroring the URL's, and llms.txt and llms-full.txt at the end"),
+    )
 
     @property
     def consumer(self) -> str:
@@ -187,6 +192,11 @@ class WalkConfig:
         if self.css is not None or self.xpath is not None:
             return "extract"
         return "index"
+
+    @property
+    def read_content(self) -> str | None:
+        """The content the walk reads of each page: ``content``'s, or Markdown for ``save_dir``."""
+        return self.content or ("markdown" if self.save_dir is not None else None)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], surface: Surface = CLI) -> WalkConfig:
@@ -246,12 +256,12 @@ class WalkConfig:
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:
             raise SitewalkError("give css or xpath, not both")
-        for name in ("links", "content", "main_content"):
+        for name in ("links", "content", "main_content", "save_dir"):
             if getattr(self, name) and self.consumer != "index":
                 raise SitewalkError(f"{name} is a field of index items: give it without {self.consumer}'s arguments")
         if self.content is not None and self.content not in MODES:
             raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {self.content!r}")
-        if self.main_content and self.content is None:
+        if self.main_content and self.content is None and self.save_dir is None:
             raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
         if self.regex is not None and self.css is None and self.xpath is None:
             raise SitewalkError(
@@ -321,11 +331,29 @@ def _check_report(report: str, surface: Surface) -> None:
         )
 
 
+def _check_save_dir(directory: str, surface: Surface) -> None:
+    """The pages are saved as they arrive: a directory that cannot be made or written fails now."""
+    path = Path(directory)
+    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+    problem = None
+    if not existing.is_dir():
+        problem = f"is or is under a file ({str(existing)!r})"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = f"cannot be written by this process ({str(existing)!r})"
+    if problem is not None:
+        raise SitewalkError(
+            f"{surface.name('save_dir')} {directory!r} {problem}: give a directory to create or write to, "
+            f"e.g. {surface.argument('save_dir', 'site')}"
+        )
+
+
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the report's path and the sitewalk settings."""
+    the report's path, the save directory and the sitewalk settings."""
     if config.report is not None:
         _check_report(config.report, surface)
+    if config.save_dir is not None:
+        _check_save_dir(config.save_dir, surface)
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))

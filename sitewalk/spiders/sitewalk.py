@@ -51,7 +51,7 @@ class SitewalkSpider(Spider):
         given = kwargs.get("config")
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
-        self._reader = Reader(lines=config.consumer == "grep", content=config.content, main=config.main_content)
+        self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
 
@@ -196,7 +196,7 @@ class SitewalkSpider(Spider):
             content=successful, encoding=None if utf8 else page.encoding,
         )
         config = walk.config
-        content = (config.content or "", config.main_content, read.content) if read.content is not None else None
+        content = (config.read_content or "", config.main_content, read.content) if read.content is not None else None
         page.add_reading(read.title, read.lines, tree, read.links, content)
         return read.links
 
