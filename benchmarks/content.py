@@ -8,17 +8,19 @@ and compares every page's main content with the page's HTML file, as the generat
 
 - **navigation kept**: the share of pages whose main content still holds any of the site's
   navigation. The navigation of a page is, as ground truth for this measurement only, the
-  blocks its generator writes around the article (``NAV`` below: header and footer bars,
-  breadcrumbs, sidebars, prev/next links, search boxes). A block is *held* when one of its runs
-  of four consecutive words (the whole block when it has fewer) that the article does not also
-  contain appears in the content, in that order. One run is enough: a page either has none of
-  its navigation or counts.
+  blocks its generator writes around the article (``nav`` in ``SITES`` below: header and
+  footer bars, breadcrumbs, sidebars, prev/next links, search boxes). A block is *held* when
+  one of its runs of four consecutive words (the whole block when it has fewer) that the
+  article does not also contain appears in the content, in that order. One run is enough: a
+  page either has none of its navigation or counts.
 - **article words kept**: the words of the article, the generator's article container
-  (``ARTICLE``: the first selector that matches), that the content holds, counted as a multiset
-  (a word twice in the article must be there twice), summed over the site's pages.
+  (``article`` in ``SITES``: the first selector that matches) less the navigation blocks in
+  it, that the content holds, counted as a multiset (a word twice in the article must be
+  there twice), summed over the site's pages.
 
-Words are runs of letters and digits, lower case; the content's link targets (``](...)``) are
-not words. sitewalk knows nothing of these selectors: its rules come from the page's structure.
+Words are runs of letters and digits, lower case; the content's link targets and titles
+(``](url "title")``) are not words. sitewalk knows nothing of these selectors: its rules
+come from the page's structure (sitewalk/main_content.py).
 
 Run it with the project's Python; nginx (nginx-light) and the seven doc packages must be
 installed (``apt-get install nginx-light python3.11-doc python-django-doc postgresql-doc-15
@@ -55,6 +57,7 @@ class Generator:
     package: str
     root: str
     seed: str
+    # The navigation blocks (ground truth) and the article container, as CSS selectors.
     nav: str
     article: tuple[str, ...]
     # Pages the walk leaves out (a regular expression for --exclude), each with its reason.
@@ -73,7 +76,7 @@ SITES = (
               # Its <svg><a xlink:href> stops the walk until issue 26 is fixed.
               exclude=r"dev-guide/plugins\.html"),
     Generator("Doxygen", "doxygen-doc", "/usr/share/doc/doxygen/html", "/index.html",
-              "#top, #side-nav, #nav-path, address.footer", ("div.header, div.contents",)),
+              "#top, #side-nav, #nav-path, address.footer, div.summary", ("div.header, div.contents",)),
     Generator("gtk-doc", "libglib2.0-doc", "/usr/share/gtk-doc/html", "/glib/index.html",
               "table.navigation, div.footer", ("body > :not(table.navigation):not(.footer)",)),
     Generator("AsciiDoc", "git-doc", "/usr/share/doc/git-doc", "/git.html",
@@ -82,7 +85,8 @@ SITES = (
 KEYS = {"sphinx": 0, "django": 1, "docbook": 2, "mkdocs": 3, "doxygen": 4, "gtkdoc": 5, "asciidoc": 6}
 
 _WORD = re.compile(r"\w+")
-_TARGET = re.compile(r"\]\((?:<[^>]*>|[^)\s]*)(?:\s+\"[^\"]*\")?\)")
+# A link's target and title in Markdown: ](url "title"), the title's quotes escaped inside it.
+_TARGET = re.compile(r'\]\((?:<[^>]*>|[^)\s]*)(?:\s+"(?:[^"\\]|\\.)*")?\)')
 RUN = 4
 
 
@@ -112,6 +116,9 @@ def score_page(source: Path, content: str, generator: Generator, score: Score, u
     tree = LexborHTMLParser(source.read_bytes())
     for node in tree.css("script, style, a.headerlink"):
         node.decompose()
+    navigation = node_words(tree, generator.nav)
+    for node in tree.css(generator.nav):
+        node.decompose()
     article: list[str] = []
     for selector in generator.article:
         blocks = node_words(tree, selector)
@@ -130,7 +137,7 @@ def score_page(source: Path, content: str, generator: Generator, score: Score, u
         score.below += 1
     in_article = {size: runs(article, size) for size in range(1, RUN + 1)}
     in_content = {size: runs(kept_tokens, size) for size in range(1, RUN + 1)}
-    for block in node_words(tree, generator.nav):
+    for block in navigation:
         size = min(len(block), RUN)
         if size and (runs(block, size) - in_article[size]) & in_content[size]:
             score.with_nav += 1
