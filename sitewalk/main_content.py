@@ -55,6 +55,8 @@ _BAR_WORDS = 20
 # signs menus and breadcrumbs put between links (prose puts commas).
 _SEPARATORS = re.compile(r"[\W_]*")
 _BAR_SIGNS = re.compile(r"[|»«›‹·•→←/]")
+# The elements a site's name stands in, or is wrapped in, at the top of a page.
+_BANNER_TAGS = frozenset({"div", "table", "tbody", "tr", "td", "section", "header", "center"})
 # What separates the page's name from the site's in a <title>: "Page | Site", "Site: Page".
 _TITLE_SEPARATORS = re.compile(r"\s+[|—–·»-]\s+|:\s+")
 
@@ -278,24 +280,24 @@ def _title_parts(tree: LexborHTMLParser) -> set[str]:
 
 
 def _remove_site_name(root: LexborNode, parts: set[str]) -> None:
-    """Rule 6: a leading block that only names the site, as the page's ``<title>`` does beside
-    the page's own name, when a later element names the page."""
+    """Rule 6: the first block (a ``div``, ``table``... or in one), when all it says is one of
+    the names in the page's ``<title>`` (with no heading but one that is all link) and a block
+    after it holds another."""
     if not parts:
         return
     node = root
     while True:
-        blocks = _blocks(node)
-        if not blocks:
+        first = next((block for block in _blocks(node) if _words(block)), None)
+        if first is None or first.tag not in _BANNER_TAGS:
             return
-        first = blocks[0]
-        if _text(first) in parts and first.css_first(_HEADINGS) is None:
+        text = _text(first)
+        if text in parts:
+            others = parts - {text}
             later = first.next
-            while later is not None:
-                if any(_text(element) in parts for element in (later, *later.css("*"))):
+            while later is not None and _title_heading(first) is None:
+                if any(other in _text(later) for other in others):
                     first.remove()
                     return
                 later = later.next
             return
-        if len(blocks) != 1 and _words(first) > 0:
-            return
-        node = first if len(blocks) == 1 else blocks[1]
+        node = first
