@@ -387,7 +387,7 @@ def test_python_api(make_site, monkeypatch, capsys):
 
 
 def test_content_and_scope(make_site, tmp_path):
-    content, scope, sitemap = commands(section("What a walk delivers and where it goes"))
+    content, scope, sitemap, save = commands(section("What a walk delivers and where it goes"))
     site = make_site(SITE)
     result = run(on_site(content, site), tmp_path)
     assert result.returncode == 0, result.stderr
@@ -409,3 +409,12 @@ def test_content_and_scope(make_site, tmp_path):
     result = run(on_site(sitemap, site), tmp_path)
     assert result.returncode == 0, result.stderr
     assert site.paths() == ["/", "/map.xml", "/api", "/guide", "/orphan"]
+
+    site = make_site(SITE)
+    result = run(on_site(save, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    saved = tmp_path / "docs-site"
+    assert (saved / "index.md").read_text().startswith("# Docs\n\nTODO: write the intro")
+    assert (saved / "guide.md").read_text().startswith("# Guide\n")
+    assert (saved / "llms.txt").read_text().startswith(f"# Docs\n\n> TODO: write the intro\n\n## Pages\n\n- [Docs]({site('/')})")
+    assert "Source: " + site("/api") in (saved / "llms-full.txt").read_text()
