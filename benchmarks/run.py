@@ -428,7 +428,10 @@ def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern
               # The index walk again, keeping its JOBDIR journal (in the run's own directory).
               "sitewalk index-jobdir": ["-s", "JOBDIR=job"],
               # The index walk with each page's content as Markdown (html-to-markdown, beside the walk).
-              "sitewalk index-markdown": ["-a", "content=markdown"]}
+              "sitewalk index-markdown": ["-a", "content=markdown"],
+              # The same, main content only, and main content saved as files (issue 22).
+              "sitewalk index-main": ["-a", "content=markdown", "-a", "main_content=true"],
+              "sitewalk index-save": ["-a", "save_dir=saved", "-a", "main_content=true"]}
     for tool in rounds(tuple(extras), runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=extras[tool]))
 
@@ -720,6 +723,11 @@ def verdicts(results: Results, docs: str, gen: str, grep_work: str, smoke: bool)
     if index and markdown:
         lines.append(f"- {grep_work}: index with content=markdown / index = {markdown / index:.2f} (target ≤ 2.0): "
                      f"{mark(markdown / index <= 2.0)}{note}")
+    for tool, what in (("index-main", "content=markdown main_content"), ("index-save", "save_dir main_content")):
+        wall = results.median(grep_work, f"sitewalk {tool}", "wall")
+        if index and wall:
+            lines.append(f"- {grep_work}: index with {what} / index = {wall / index:.2f} (target ≤ 2.0): "
+                         f"{mark(wall / index <= 2.0)}{note}")
     jobdir = results.median(grep_work, "sitewalk index-jobdir", "wall")
     if index and jobdir:
         lines.append(f"- {grep_work}: index with JOBDIR / index = {jobdir / index:.2f} (target ≤ 1.05): "
@@ -831,7 +839,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.append("")
     if results.of(grep_work, "sitewalk grep"):
         out += [f"## grep vs index (grep={pattern!r}; grep-regex: the same pattern as a regular expression; "
-                "index-jobdir: the index walk keeping its JOBDIR journal; index-markdown: with content=markdown)", "",
+                "index-jobdir: the index walk keeping its JOBDIR journal; index-markdown: with content=markdown; "
+                "index-main: with content=markdown and main_content; index-save: with save_dir and main_content)", "",
                 *grep_table(results, grep_work), "",
                 "A plain-text pattern lets the walk tell, from a page's source, that the page cannot match, "
                 "so the next page downloads while it is read; a regular expression makes each page wait until "
