@@ -15,7 +15,7 @@ The rules, in order (each works on the parsed page, which it changes):
    on a page without a landmark, a block whose every word is a link, with menu signs (``|``,
    ``»``, ``/``...) between them, when it holds no heading or list.
 4. **Frames left empty** go: a block that held what rule 2 or 3 removed and keeps fewer than ten
-   words beside it, unless it holds the page's first heading that is more than a link, or its
+   words beside it, unless it holds the page's top heading that is more than a link, or its
    text, not all link, is a name the page's ``<title>`` gives (a sidebar's "Last update", the
    site name over a removed menu go; a chapter's title stays).
 5. **Trailing furniture** goes: the ``<div>``, ``<address>``, ``<small>`` and ``<hr>`` that end the
@@ -226,11 +226,13 @@ def _remove_empty_frames(parents: list[LexborNode], root: LexborNode, names: set
 
 
 def _title_heading(root: LexborNode) -> LexborNode | None:
-    """The first heading of ``root`` that is not just a link (a site name linking home is one)."""
-    for heading in root.css(_HEADINGS):
-        link_words = _link_words(heading)
-        if not link_words or link_words < _words(heading):
-            return heading
+    """The first heading of the highest level in ``root`` that is not just a link (a site name
+    linking home is one)."""
+    for level in _HEADINGS.split(", "):
+        for heading in root.css(level):
+            link_words = _link_words(heading)
+            if not link_words or link_words < _words(heading):
+                return heading
     return None
 
 
