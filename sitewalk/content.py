@@ -61,13 +61,16 @@ def _absolute_targets(tree: LexborHTMLParser, scope: LexborNode, url: str) -> No
     base_element = tree.css_first("base[href]")
     try:
         page = ada_url.normalize_url(url).partition("#")[0]
-        base = ada_url.join_url(page, base_element.attrs["href"] or "") if base_element is not None else page
+        base = ada_url.join_url(page, base_element.attrs.get("href") or "") if base_element is not None else page
     except ValueError:
         return
     resolved: dict[str, str] = {}
     for element in scope.css(_TARGET_SELECTOR):
         attribute = _TARGETS[element.tag or ""]
-        target = element.attrs[attribute] or ""
+        # lexbor's [href] also matches SVG's xlink:href, which Markdown does not show.
+        target = element.attrs.get(attribute)
+        if target is None:
+            continue
         absolute = resolved.get(target)
         if absolute is None:
             try:
