@@ -53,6 +53,7 @@ _NOT_FURNITURE = f"{_HEADINGS}, p, pre, code, table, blockquote, figure"
 _FEW_WORDS = 10
 # Words beside the links of a bar of neighbour links (the titles of the pages it leads to).
 _BAR_WORDS = 20
+_BAR_MAX_WORDS = 60
 # Text between the links of a bar: separators and arrows, no words; and at least one of the
 # signs menus and breadcrumbs put between links (prose puts commas).
 _SEPARATORS = re.compile(r"[\W_]*")
@@ -162,7 +163,10 @@ def _neighbour_bars(tree: LexborHTMLParser, root: LexborNode) -> list[LexborNode
         bar = None
         node = link.parent
         while node is not None and not _is_root_or_above(node, root):
-            if node.css_first(_HEADINGS) is not None or _words(node) - _link_words(node) > _BAR_WORDS:
+            # A bar is short: its links' words and a few titles beside them.
+            words = _words(node)
+            if (words > _BAR_MAX_WORDS or node.css_first(_HEADINGS) is not None
+                    or words - _link_words(node) > _BAR_WORDS):
                 break
             if _is_bar(node, neighbours):
                 bar = node
