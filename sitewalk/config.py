@@ -17,6 +17,7 @@ import ada_url
 from cssselect import SelectorError
 from parsel import Selector
 
+from sitewalk import patterns
 from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard.addresses import parse_networks
@@ -138,7 +139,8 @@ class WalkConfig:
     )
     report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
     grep: str | None = field(
-        default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")
+        default=None,
+        metadata=_arg("regular expression (RE2 syntax) searched for in each page's visible text, line by line"),
     )
     max_matches: int = field(
         default=50, metadata=_arg("most matching lines for the whole walk; it stops once this many are found", minimum=1)
@@ -148,16 +150,18 @@ class WalkConfig:
     context: int = field(default=2, metadata=_arg("lines of context before and after each match", minimum=0))
     css: str | None = field(default=None, metadata=_arg("CSS selector whose values are extracted from each page"))
     xpath: str | None = field(default=None, metadata=_arg("XPath expression whose values are extracted from each page"))
-    regex: str | None = field(default=None, metadata=_arg("regular expression filtering the css/xpath values"))
+    regex: str | None = field(default=None, metadata=_arg("regular expression (RE2 syntax) filtering the css/xpath values"))
     headers: dict[str, str] = field(
         default_factory=dict, metadata=_arg("request headers, 'Name: value; Other: value'")
     )
     include: str | None = field(
         default=None,
-        metadata=_arg("regular expression: only links whose path and query it matches are followed (the start URL always is)"),
+        metadata=_arg(
+            "regular expression (RE2 syntax): only links whose path and query it matches are followed (the start URL always is)"
+        ),
     )
     exclude: str | None = field(
-        default=None, metadata=_arg("regular expression: links whose path and query it matches are not followed")
+        default=None, metadata=_arg("regular expression (RE2 syntax): links whose path and query it matches are not followed")
     )
     no_parent: bool = field(
         default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
@@ -274,15 +278,11 @@ class WalkConfig:
             _check_query("xpath", self.xpath)
         for name in ("grep", "regex", "include", "exclude"):
             pattern = getattr(self, name)
-            if pattern is not None and not (name == "grep" and self.fixed_strings):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    literally = f" (use {surface.argument('fixed_strings', True)} to search for it literally)"
-                    raise SitewalkError(
-                        f"{surface.name(name)} {pattern!r} is not a valid regular expression: {exc}"
-                        + (literally if name == "grep" else "")
-                    ) from None
+            if pattern is not None:
+                grep = name == "grep"
+                literally = grep and self.fixed_strings
+                fix = f" (use {surface.argument('fixed_strings', True)} to search for it literally)" if grep else ""
+                patterns.compile(pattern, name=surface.name(name), literal=literally, fix=fix)
 
 
 def _check_seed(seed: str, surface: Surface) -> None:

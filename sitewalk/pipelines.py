@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from parsel import Selector
@@ -12,6 +11,7 @@ from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
+from sitewalk import patterns
 from sitewalk.gate import Dropped
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.savedir import SaveDir
@@ -124,14 +124,15 @@ class ExtractPipeline(WalkComponent):
             raise NotConfigured
         self.css = config.css
         self.xpath = config.xpath
-        self.regex = re.compile(config.regex) if config.regex is not None else None
+        self.regex = patterns.compile(config.regex, name="regex") if config.regex is not None else None
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page) or not item.is_html or not 200 <= item.status < 300:
             return item
         selector = Selector(text=item.text, type="html")
         selected = selector.css(self.css) if self.css is not None else selector.xpath(self.xpath or "")
-        values = selected.re(self.regex) if self.regex is not None else selected.getall()
+        # parsel's re() takes RE2's compiled pattern as it takes Python's: it calls search and findall.
+        values = selected.re(self.regex.regex) if self.regex is not None else selected.getall()
         if not values:
             return item
         self.crawler.stats.inc_value("sitewalk/extract/pages")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
+from sitewalk import patterns
 from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
@@ -80,8 +80,8 @@ class Walk:
         self.on_page = on_page
         self.on_page_stops = on_page_stops
         self.frontier = Frontier(Scope(
-            include=re.compile(config.include) if config.include is not None else None,
-            exclude=re.compile(config.exclude) if config.exclude is not None else None,
+            include=patterns.compile(config.include, name="include") if config.include is not None else None,
+            exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
             no_parent=config.no_parent,
         ))
         self.budget = Budget(config, queued=self.frontier.__len__)
