@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import re
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
+from sitewalk.jobs import local_feeds
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -313,22 +314,41 @@ def _url_problem(url: str) -> str:
     return ""
 
 
-def _check_report(report: str, surface: Surface) -> None:
-    """The report is written at the end of the walk: a path it cannot be written to fails now."""
-    path = Path(report)
+def _unwritable(path: Path) -> str | None:
+    """What keeps a file from being written at ``path``, or None. Nothing is created or changed:
+    an existing file is opened to append, a new one tried as an unnamed file in its directory.
+    A directory that does not exist is not made: a typo must not create directories."""
     directory = path.parent
-    problem = None
     if path.is_dir():
-        problem = "is a directory"
-    elif not directory.is_dir():
-        problem = f"is in a directory that does not exist ({str(directory)!r})"
-    elif not os.access(directory, os.W_OK):
-        problem = f"is in a directory this process cannot write to ({str(directory)!r})"
-    if problem is not None:
-        raise SitewalkError(
-            f"report {report!r} {problem}: give a file path in an existing directory, "
-            f"e.g. {surface.argument('report', 'report.json')}"
-        )
+        return "is a directory"
+    if not directory.is_dir():
+        return f"is in a directory that does not exist ({str(directory)!r})"
+    try:
+        if path.exists():
+            path.open("ab").close()
+        else:
+            tempfile.TemporaryFile(dir=directory).close()
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def _check_outputs(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
+    """The feeds (FEEDS: ``-o``/``-O``) and the report are written as the walk goes and when it
+    ends: a path that cannot be written fails now, before any request."""
+    for uri, path in local_feeds(settings).items():
+        problem = _unwritable(path)
+        if problem is not None:
+            raise SitewalkError(
+                f"output {uri!r} {problem}: give a file path in an existing directory, e.g. -o pages.jsonl"
+            )
+    if config.report is not None:
+        problem = _unwritable(Path(config.report))
+        if problem is not None:
+            raise SitewalkError(
+                f"report {config.report!r} {problem}: give a file path in an existing directory, "
+                f"e.g. {surface.argument('report', 'report.json')}"
+            )
 
 
 def _check_save_dir(directory: str, surface: Surface) -> None:
@@ -349,9 +369,8 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the report's path, the save directory and the sitewalk settings."""
-    if config.report is not None:
-        _check_report(config.report, surface)
+    the paths it writes to (the report, the feeds, the save directory) and the sitewalk settings."""
+    _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"

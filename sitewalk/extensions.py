@@ -3,6 +3,7 @@ journal (WalkJournal), and the storage of its local feeds (FileFeedStorage)."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from pathlib import Path
@@ -224,12 +225,19 @@ class WalkJournal(WalkComponent):
 class FileFeedStorage(ScrapyFileFeedStorage):
     """Scrapy's storage of feeds in local files, unbuffered: each item reaches the file when it is
     exported, so after a crash the feed holds every item written before it (a JSON lines or CSV
-    feed is then whole up to its last line)."""
+    feed is then whole up to its last line).
+
+    Unlike Scrapy's, it makes no directory: the walk checks its outputs before it starts
+    (:func:`sitewalk.config.check_run`). A walk whose seed could not be fetched leaves the file
+    as it was: Scrapy opens a feed at its first item, or at the end to store an empty feed, which
+    would replace a file that a rerun meant to refresh with nothing.
+    """
 
     def open(self, spider: Spider) -> IO[bytes]:
-        path = Path(self.path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open(self.write_mode, buffering=0)
+        walk = getattr(spider, "walk", None)
+        if walk is not None and walk.results.seed_error is not None:
+            return io.BytesIO()
+        return Path(self.path).open(self.write_mode, buffering=0)
 
 
 class WalkFeedExporter(FeedExporter):
