@@ -230,14 +230,16 @@ class FileFeedStorage(ScrapyFileFeedStorage):
     Unlike Scrapy's, it makes no directory: the walk checks its outputs before it starts
     (:func:`sitewalk.config.check_run`). A walk whose seed could not be fetched leaves the file
     as it was: Scrapy opens a feed at its first item, or at the end to store an empty feed, which
-    would replace a file that a rerun meant to refresh with nothing.
+    would replace a file that a rerun meant to refresh with nothing. A file appended to is also
+    open for reading: the exporters read its end to continue it (:mod:`sitewalk.exporters`).
     """
 
     def open(self, spider: Spider) -> IO[bytes]:
         walk = getattr(spider, "walk", None)
         if walk is not None and walk.results.seed_error is not None:
             return io.BytesIO()
-        return Path(self.path).open(self.write_mode, buffering=0)
+        mode = "a+b" if self.write_mode == "ab" else self.write_mode
+        return Path(self.path).open(mode, buffering=0)
 
 
 class WalkFeedExporter(FeedExporter):
