@@ -18,7 +18,7 @@ from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
 from sitewalk.failures import Failed
-from sitewalk.items import Report
+from sitewalk.items import Report, count
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -140,12 +140,13 @@ class WalkReport(WalkComponent):
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         if self._path is not None:
             Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        logger.info("sitewalk: %s", report.summary(walk.config.consumer))
+        consumer = walk.config.consumer
+        matches = walk.results.consumers.get("grep_matches", 0) if consumer == "grep" else None
+        logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
         if report.robots_skipped:
             logger.info(
-                "sitewalk: %d pages skipped because robots.txt disallows them "
-                "(set -s ROBOTSTXT_OBEY=false to fetch them)",
-                len(report.robots_skipped),
+                "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
+                count(len(report.robots_skipped), "page"), walk.surface.setting("ROBOTSTXT_OBEY", False),
             )
 
 

@@ -13,6 +13,7 @@ from sitewalk import patterns
 from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
+from sitewalk.hints import CLI
 from sitewalk.text import Absence
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.gate import Ticket
+    from sitewalk.hints import Surface
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
@@ -73,8 +75,11 @@ class Walk:
         on_page: Callable[[Page], Any] | None = None,
         on_page_stops: bool = True,
         job: str | None = None,
+        surface: Surface = CLI,
     ) -> None:
         self.config = config
+        # How the walk's messages spell what to change: as its front end takes it (sitewalk.hints).
+        self.surface = surface
         # The scrapyd job id (scrapyd's ``_job`` argument), if the walk is one.
         self.job = job
         self.on_page = on_page
