@@ -138,8 +138,6 @@ class WalkReport(WalkComponent):
         )
         if report.out_of_scope:
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
-        if self._path is not None:
-            Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         consumer = walk.config.consumer
         matches = walk.results.consumers.get("grep_matches", 0) if consumer == "grep" else None
         logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
@@ -148,6 +146,13 @@ class WalkReport(WalkComponent):
                 "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
                 count(len(report.robots_skipped), "page"), walk.surface.setting("ROBOTSTXT_OBEY", False),
             )
+        if self._path is not None:
+            # Checked before the walk (sitewalk.config.check_run); a disk that filled up since is
+            # one line, after the summary, not a traceback instead of it.
+            try:
+                Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+            except OSError as exc:
+                logger.error("sitewalk: the report could not be written to %s: %s", self._path, exc.strerror or exc)
 
 
 class WalkJournal(WalkComponent):

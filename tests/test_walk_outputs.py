@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import allow_loopback, run_cli, run_sitewalk
+from tests.conftest import allow_loopback, run_cli, run_sitewalk, start_cli, wait_for_pages
 
 SITE = {"/": {"title": "Home", "links": ["/a"]}, "/a": {"title": "A"}}
 
@@ -58,3 +58,19 @@ def test_a_walk_whose_seed_fails_leaves_its_outputs_as_they_were(make_site, tmp_
         assert "could not be fetched: refused address 127.0.0.1" in result.stderr.splitlines()[-1]
         assert (tmp_path / name).read_bytes() == before
     assert len(site.paths()) == 2
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_one_line_after_the_summary(make_site, tmp_path):
+    site = make_site({"/": {"title": "Home", "links": ["/slow"]}, "/slow": {"title": "Slow", "sleep": 1}})
+    (tmp_path / "out").mkdir()
+    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-a", "report=out/r.json", "-O", "pages.jsonl",
+                        *allow_loopback(), cwd=tmp_path)
+    wait_for_pages(site, 2, process)
+    # The report's directory goes away while the walk runs.
+    (tmp_path / "out").rmdir()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0
+    lines = stderr.splitlines()
+    assert "INFO: sitewalk: 2 pages, " in lines[-2]
+    assert lines[-1].endswith("ERROR: sitewalk: the report could not be written to out/r.json: No such file or directory")
+    assert "Traceback" not in stderr
