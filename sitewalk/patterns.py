@@ -74,13 +74,15 @@ class Pattern:
     def matching_lines(self, lines: Sequence[str]) -> list[int]:
         """The indexes of the ``lines`` the pattern matches, each searched on its own.
 
-        For speed, one search runs over the lines joined with newlines: a line matched on its own
-        is matched there too (``^`` and ``$`` are multi-line; ``\\b`` sees a newline as it sees a
-        line's start or end), so each match in the joined text names a line to search on its
-        own, and the joined search goes on from the next line. The lines without matches, most
-        of most pages, cost one pass of RE2. (Measured on a page of 200 lines: 0.02 ms, against
+        For speed, the lines are joined with newlines and encoded once, and searched with the
+        pattern in multi-line mode: a line matched on its own is matched there too (``^`` and
+        ``$`` match at a newline; ``\\b`` sees one as it sees a line's start or end). A page
+        without a match, most of most pages, costs that one pass. Otherwise each line from the
+        first match's on is searched within its own bounds in the joined text (RE2 sees the
+        newlines around it as a line's ends), so each line is read once more at most: linear
+        whatever the pattern. (Measured on a page of 200 lines: 0.02 ms without a match, against
         1.2 ms for searching line by line through google-re2's Python layer, which encodes each
-        line to UTF-8 and builds a match object.)
+        line to UTF-8 again.)
         """
         if not lines:
             return []
@@ -88,23 +90,19 @@ class Pattern:
             return [index for index, line in enumerate(lines) if self.regex.search(line) is not None]
         encoded = [line.encode() for line in lines]
         joined = b"\n".join(encoded)
+        found = self._lines.search(joined)
+        if found is None:
+            return []
         starts, offset = [], 0
         for line in encoded:
             starts.append(offset)
             offset += len(line) + 1
-        hits: list[int] = []
-        position = 0
-        while position <= len(joined):
-            found = self._lines.search(joined, position)
-            if found is None:
-                break
-            index = bisect.bisect_right(starts, found.start()) - 1
-            if self.regex.search(lines[index]) is not None:
-                hits.append(index)
-            if index + 1 == len(starts):
-                break
-            position = starts[index + 1]
-        return hits
+        first = bisect.bisect_right(starts, found.start()) - 1
+        search = self._lines.search
+        return [
+            index for index in range(first, len(lines))
+            if search(joined, starts[index], starts[index] + len(encoded[index])) is not None
+        ]
 
 
 def compile(pattern: str, *, name: str, ignore_case: bool = False, literal: bool = False, fix: str = "") -> Pattern:  # noqa: A001 - as re.compile

@@ -94,6 +94,9 @@ def test_hostile_patterns_run_in_linear_time():
     assert not patterns.compile("(a+)+$", name="include").search("/" + "a" * 10_000 + "!")
     assert patterns.compile("(x+x+)+y", name="grep").matching_lines(["x" * 10_000] * 100) == []
     assert not patterns.compile("(.*a){20}b", name="regex").search("a" * 10_000)
+    # A match across lines in the joined text (see matching_lines) does not make each line cost the rest of the page.
+    lines = ["a" * 10] * 20_000 + ["b"]
+    assert patterns.compile("(?s)a.*b", name="grep").matching_lines(lines) == []
     # Python's re takes longer than the universe has been around for any of them.
     assert time.monotonic() - started < 2
 
