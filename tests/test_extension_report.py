@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sitewalk.budget import Budget
 from sitewalk.config import WalkConfig
 from sitewalk.hints import API, CLI, COMMAND, SCRAPYD
 from sitewalk.items import Report
-from sitewalk.state import Budget
 from tests.conftest import allow_loopback, run_cli, run_sitewalk
 
 
@@ -48,7 +48,7 @@ def test_one_page_and_the_matches_of_a_grep_walk():
 def test_a_limit_reached_is_said_so_in_the_progress_line(caplog, config, spent, ending):
     budget = Budget(WalkConfig(seed="http://site.test/", **config), queued=lambda: 500)
     budget.resume(*spent)
-    with caplog.at_level("INFO", logger="sitewalk.state"):
+    with caplog.at_level("INFO", logger="sitewalk.budget"):
         budget.log_progress()
     (line,) = caplog.messages
     assert line.endswith(ending) and "-0" not in line
