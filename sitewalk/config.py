@@ -187,7 +187,7 @@ class WalkConfig:
     save_dir: str | None = field(
         default=None,
         metadata=_arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
-                      "directory, its path mirroring the URL's, and llms.txt and llms-full.txt at the end"),
+                      "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
 
     @property
