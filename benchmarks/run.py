@@ -189,9 +189,10 @@ def _run_as_root(argv: list[str]) -> None:
     subprocess.run(argv, check=True, env=env)
 
 
-def install(need_docs: bool) -> None:
-    """apt-get install what is missing; apt-get update only if the install fails without it."""
-    missing = [package for program, package in PACKAGES.items() if shutil.which(program) is None]
+def install(need_docs: bool, packages: dict[str, str] | None = None) -> None:
+    """apt-get install what is missing (the programs of PACKAGES, or of ``packages``: program to
+    Debian package); apt-get update only if the install fails without it."""
+    missing = [package for program, package in (packages or PACKAGES).items() if shutil.which(program) is None]
     if need_docs and not (DOCS_SOURCE / "index.html").exists():
         missing.append(DOCS_PACKAGE)
     if not missing:
@@ -214,6 +215,22 @@ def check_python() -> None:
             f"{sys.executable} cannot import {exc.name}: run this script with the project's Python, "
             "e.g. .venv/bin/python benchmarks/run.py"
         ) from None
+
+
+def lock_work() -> None:
+    """Take the work directory's lock until this process exits: one benchmark at a time uses its
+    nginx files and ports."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another benchmark is running (it holds {WORK / 'lock'})") from None
+    _LOCKS.append(lock)
+
+
+# The open lock files (a lock is released when its file is closed).
+_LOCKS: list[object] = []
 
 
 def prepare_docs() -> Path:
@@ -361,6 +378,13 @@ class Tools:
                 "-U", agent, site.url]
         # wget exits 8 when the server answered some request with an error (a broken link).
         return measure(work, "wget", site, argv, run_dir, agent, self.plain_env, ok_status=(0, 8))
+
+    def wget2(self, work: str, site: Site, threads: int, tool: str = "wget2") -> Run:
+        """wget2 with the options of :meth:`wget`, ``threads`` downloads at once."""
+        run_dir, agent = self.next_run("wget2")
+        argv = ["wget2", "-r", "-l", "inf", "-nd", "-np", "--delete-after", "-q", "--no-robots",
+                f"--max-threads={threads}", "-U", agent, site.url]
+        return measure(work, tool, site, argv, run_dir, agent, self.plain_env, ok_status=(0, 8))
 
     def baseline(self, work: str, site: Site) -> Run:
         run_dir, agent = self.next_run("baseline")
@@ -539,6 +563,23 @@ def machine_facts(start_commit: str) -> list[str]:
         f"sitewalk {sitewalk.__version__} at {commit}{' with local changes' if dirty else ''}",
         f"- {first_line(['nginx', '-v'])}, {first_line(['wget', '--version'])}",
     ]
+
+
+def write_results(script: str, text: str) -> None:
+    """Put ``text`` in RESULTS.md as the section of ``script``, between its markers, keeping the
+    sections other scripts wrote; a script's first section goes at the end."""
+    path = HERE / "RESULTS.md"
+    begin, end = f"<!-- {script}: begin -->", f"<!-- {script}: end -->"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{begin}\n{text}\n{end}\n"
+    if begin in old and end in old:
+        head, _, rest = old.partition(begin)
+        tail = rest.partition(end)[2].lstrip("\n")
+        new = head + block + ("\n" + tail if tail else "")
+    else:
+        new = (old.rstrip("\n") + "\n\n" if old.strip() else "") + block
+    path.write_text(new, encoding="utf-8")
+    print(f"\nwrote {path.relative_to(REPO)}")
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -765,12 +806,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
     need_docs = not args.smoke and bool(experiments & {"docs", "grep"} or args.profile)
     install(need_docs)
-    WORK.mkdir(parents=True, exist_ok=True)
-    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise SystemExit(f"another benchmark is running (it holds {WORK / 'lock'})") from None
+    lock_work()
 
     docs_site: Site | None
     grep_site: Site | None
@@ -856,8 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if profile_text:
         print("\n## Profile\n\n" + profile_text)
     if args.write_results:
-        (HERE / "RESULTS.md").write_text(text + "\n", encoding="utf-8")
-        print(f"\nwrote {(HERE / 'RESULTS.md').relative_to(REPO)}")
+        write_results("run.py", text)
     return 1 if bad else 0
 
 
