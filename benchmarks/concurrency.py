@@ -104,8 +104,8 @@ def _pages(paths: list[str]) -> set[str]:
 
 def walk_table(results: Results, works: Sequence[str], tools: Sequence[str]) -> list[str]:
     lines = [
-        "| round trip | tool | runs | median wall s | min–max s | pages | × wget2 | × wget | × sitewalk c=1 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| round trip | tool | runs | median wall s | min–max s | median CPU s | pages | × wget2 | × wget | × sitewalk c=1 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for work in works:
         wget2 = results.median(work, f"wget2 t={WGET2_THREADS}", "wall")
@@ -118,8 +118,9 @@ def walk_table(results: Results, works: Sequence[str], tools: Sequence[str]) -> 
             wall = statistics.median(r.wall for r in runs)
             pages = statistics.median(r.pages for r in runs)
             spread = f"{min(r.wall for r in runs):.2f}–{max(r.wall for r in runs):.2f}"
+            cpu = statistics.median(r.cpu for r in runs)
             lines.append(
-                f"| {work} | {tool} | {len(runs)} | {wall:.2f} | {spread} | {pages:.0f} | "
+                f"| {work} | {tool} | {len(runs)} | {wall:.2f} | {spread} | {cpu:.2f} | {pages:.0f} | "
                 f"{run._fmt(wall / wget2 if wget2 else None, '.2f')} | {run._fmt(wall / wget if wget else None, '.2f')} | "
                 f"{run._fmt(wall / one if one and tool.startswith('sitewalk') else None, '.2f')} |"
             )
@@ -168,12 +169,13 @@ def sanity(results: Results, works: Sequence[str], tools: Sequence[str]) -> list
 
 
 def memory_table(results: Results, work: str, levels: Sequence[int]) -> list[str]:
-    lines = ["| walk | tool | runs | pages | median wall s | median peak RSS MB | max peak RSS MB |", "|---|---|---|---|---|---|---|"]
+    lines = ["| walk | tool | runs | pages | median wall s | median CPU s | median peak RSS MB | max peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|"]
     for n in levels:
         runs = results.of(work, sitewalk_tool(n))
         if runs:
             lines.append(f"| {work} | {sitewalk_tool(n)} | {len(runs)} | {statistics.median(r.pages for r in runs):.0f} | "
-                         f"{statistics.median(r.wall for r in runs):.2f} | "
+                         f"{statistics.median(r.wall for r in runs):.2f} | {statistics.median(r.cpu for r in runs):.2f} | "
                          f"{statistics.median(r.rss_kb for r in runs) / 1024:.1f} | {max(r.rss_kb for r in runs) / 1024:.1f} |")
     return lines
 
@@ -252,12 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with run.nginx(sites):
             tools = Tools(tmp)
-            if walk_site is not None and "loopback" in experiments:
-                walk(results, tools, loopback_work, walk_site, levels, runs)
             if walk_site is not None and "latency" in experiments:
                 for rtt, work in rtt_works.items():
                     with latency(walk_site, rtt) as slow_site:
                         walk(results, tools, work, slow_site, levels, runs)
+            if walk_site is not None and "loopback" in experiments:
+                walk(results, tools, loopback_work, walk_site, levels, runs)
             if mem_site is not None and "memory" in experiments:
                 memory(results, tools, mem_work, mem_site, (1, 8), runs)
     except KeyboardInterrupt:
@@ -278,7 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
            + (" --smoke" if args.smoke else f" --runs {runs}")
            + "".join(f" --rtt {rtt:g}" for rtt in (args.rtt or ()))
            + "".join(f" --only {e}" for e in (args.only or ())) + " --write-results`.", "",
-           "Wall time includes process start-up; pages = requests the server logged during the run. "
+           "Wall time includes process start-up; CPU = user + system seconds of the tool's process and the "
+           "processes it waited for (less sensitive to other load than wall time); pages = requests the server "
+           "logged during the run. "
            "Round trips are added by benchmarks/latency.py (one per request, one more per new connection); "
            "loopback is nginx direct. Other processes share this machine's CPUs, so times are noisy: the "
            "min–max column shows the spread; compare ratios within one run.", ""]
@@ -295,7 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = "\n".join(out)
     print("\n" + text)
     if args.write_results:
-        run.write_results("concurrency.py", text)
+        # One section for each set of experiments, so that a partial run does not erase the others.
+        run.write_results(f"concurrency.py {','.join(sorted(experiments))}", text)
     return 1 if bad else 0
 
 

@@ -265,22 +265,26 @@ class Run:
     paths: list[str]
     exit_status: int
     report: dict | None = None  # sitewalk's report JSON
+    cpu: float = 0.0  # user + system seconds of the tool and the processes it waited for
 
     @property
     def pages(self) -> int:
         return len(self.paths)
 
 
-def parse_time_v(text: str) -> tuple[int, int]:
-    """(peak RSS in kB, exit status) from /usr/bin/time -v output."""
+def parse_time_v(text: str) -> tuple[int, int, float]:
+    """(peak RSS in kB, exit status, CPU seconds: user + system) from /usr/bin/time -v output."""
     rss = status = -1
+    cpu = 0.0
     for line in text.splitlines():
         key, _, value = line.strip().rpartition(": ")
         if key == "Maximum resident set size (kbytes)":
             rss = int(value)
         elif key == "Exit status":
             status = int(value)
-    return rss, status
+        elif key in ("User time (seconds)", "System time (seconds)"):
+            cpu += float(value)
+    return rss, status, cpu
 
 
 def tree_rss_kb(root: int) -> int:
@@ -330,7 +334,7 @@ def measure(work: str, tool: str, site: Site, argv: list[str], run_dir: Path, ag
             process.wait()
             raise
         wall = time.perf_counter() - started
-    rss_kb, status = parse_time_v(time_file.read_text())
+    rss_kb, status, cpu = parse_time_v(time_file.read_text())
     # /usr/bin/time reports the largest process; a tool with helper processes is their sum.
     rss_kb = max(rss_kb, tree_kb)
     with open(site.access_log, "rb") as log:
@@ -344,11 +348,11 @@ def measure(work: str, tool: str, site: Site, argv: list[str], run_dir: Path, ag
         paths = [f[1] for f in fields if len(f) >= 2]
     report_file = run_dir / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else None
-    run = Run(work, tool, wall, rss_kb, paths, status, report)
+    run = Run(work, tool, wall, rss_kb, paths, status, report, cpu)
     flag = "" if status in ok_status else f"  FAILED (exit {status}): {_tail(run_dir / 'stderr.txt')}"
     if report is not None and report.get("fetched") != run.pages:
         flag += f"  (its report says {report.get('fetched')} pages, stopped: {report.get('stopped')})"
-    print(f"  {work:<14} {tool:<16} {wall:8.2f} s  {run.pages:6d} requests  {rss_kb / 1024:7.1f} MB{flag}",
+    print(f"  {work:<14} {tool:<16} {wall:8.2f} s  {cpu:7.2f} s CPU  {run.pages:6d} requests  {rss_kb / 1024:7.1f} MB{flag}",
           flush=True)
     return run
 
@@ -480,7 +484,7 @@ def memory(results: Results, tools: Tools, full_sites: dict[int, Site], limited:
     if reuse and results.of(reuse, "sitewalk"):
         for run in results.of(reuse, "sitewalk"):
             results.runs.append(Run(f"mem full {largest}", "sitewalk", run.wall, run.rss_kb, run.paths,
-                                    run.exit_status, run.report))
+                                    run.exit_status, run.report, run.cpu))
 
 
 def profile(tools: Tools, site: Site) -> str:
