@@ -83,6 +83,10 @@ async def _forward(client_reader: asyncio.StreamReader, client_writer: asyncio.S
     try:
         # Both directions at once, each until its end of file; the first that fails (a reset) ends both.
         await asyncio.wait(pipes, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:
+        # The proxy is stopping and cancels the connections still open: this one ends here, quietly
+        # (Python 3.11's start_server logs a connection task that ends cancelled as an error).
+        pass
     finally:
         for pipe in pipes:
             pipe.cancel()
