@@ -118,7 +118,7 @@ class Budget:
             "progress: pages %d/%d, depth %d/%d, %s/%s, elapsed %.1fs/%gs, %.1f pages/s, %d queued%s",
             self.pages, self.max_pages, max(self._depth, 0), self.max_depth,
             human_bytes(self.bytes), human_bytes(self.max_bytes), elapsed, self.deadline, rate, queued,
-            f", about {_seconds(ending[0])} left ({ending[1]})" if ending else "",
+            _ending(ending),
         )
 
     def time_left(self, rate: float, queued: int) -> tuple[float, str] | None:
@@ -135,6 +135,14 @@ class Budget:
         if queued / rate > self.seconds_left():
             ends.append((self.seconds_left(), "deadline"))
         return min(ends, default=None)
+
+
+def _ending(ending: tuple[float, str] | None) -> str:
+    if ending is None:
+        return ""
+    seconds, reason = ending
+    # A limit reached already (the last page, the deadline passed): no time is left to tell.
+    return f", about {_seconds(seconds)} left ({reason})" if seconds > 0 else f", {reason} reached"
 
 
 def _seconds(value: float) -> str:

@@ -358,6 +358,10 @@ class Gate:
             and (not frontier_empty() or self._idle())
         )
 
+    async def drained(self) -> None:
+        """Wait until every request sent is done: its page consumed, or its end at its turn (or a stop)."""
+        await self._until(lambda: not self._open)
+
     async def idle(self) -> None:
         """Wait until nothing is in flight and every page in hand has admitted its links (or a stop)."""
         await self._until(self._idle)

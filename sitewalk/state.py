@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
+from sitewalk import patterns
 from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
+from sitewalk.hints import CLI
 from sitewalk.text import Absence
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.gate import Ticket
+    from sitewalk.hints import Surface
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
 
@@ -73,15 +75,18 @@ class Walk:
         on_page: Callable[[Page], Any] | None = None,
         on_page_stops: bool = True,
         job: str | None = None,
+        surface: Surface = CLI,
     ) -> None:
         self.config = config
+        # How the walk's messages spell what to change: as its front end takes it (sitewalk.hints).
+        self.surface = surface
         # The scrapyd job id (scrapyd's ``_job`` argument), if the walk is one.
         self.job = job
         self.on_page = on_page
         self.on_page_stops = on_page_stops
         self.frontier = Frontier(Scope(
-            include=re.compile(config.include) if config.include is not None else None,
-            exclude=re.compile(config.exclude) if config.exclude is not None else None,
+            include=patterns.compile(config.include, name="include") if config.include is not None else None,
+            exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
             no_parent=config.no_parent,
         ))
         self.budget = Budget(config, queued=self.frontier.__len__)

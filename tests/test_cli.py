@@ -74,7 +74,7 @@ def test_stop_is_a_reason_and_exit_zero(make_site, tmp_path):
     assert report["stopped"] == "max-pages" and report["unvisited"] == [site("/b")]
     assert site.paths() == ["/", "/a"]
     # The summary names the option that would have let the walk go on.
-    assert "sitewalk: 2 pages, " in result.stderr and "; stopped: max-pages — raise --max-pages; " in result.stderr
+    assert "sitewalk: 2 pages, " in result.stderr and "; stopped: max-pages — raise -a max_pages; " in result.stderr
 
 
 @pytest.mark.parametrize(

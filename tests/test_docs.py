@@ -480,12 +480,21 @@ def test_python_api(make_site, monkeypatch, capsys):
 
 
 def test_content(make_site, tmp_path):
-    (content,) = commands(section("docs/content.md", "Content of a page"))
+    content, save = commands(section("docs/content.md", "Content of a page"))
     site = make_site(SITE)
     result = run(on_site(content, site), tmp_path)
     assert result.returncode == 0, result.stderr
     items = jsonl(tmp_path / "pages.jsonl")
     assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
+
+    site = make_site(SITE)
+    result = run(on_site(save, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    saved = tmp_path / "docs-site"
+    assert (saved / "index.md").read_text().startswith("# Docs\n\nTODO: write the intro")
+    assert (saved / "guide.md").read_text().startswith("# Guide\n")
+    assert (saved / "llms.txt").read_text().startswith(f"# Docs\n\n> TODO: write the intro\n\n## Pages\n\n- [Docs]({site('/')})")
+    assert "Source: " + site("/api") in (saved / "llms-full.txt").read_text()
 
     (links,) = commands(section("docs/content.md", "Links of a page"))
     site = make_site(SITE)
@@ -514,3 +523,18 @@ def test_scope(make_site, tmp_path):
     result = run(on_site(sitemap, site), tmp_path)
     assert result.returncode == 0, result.stderr
     assert site.paths() == ["/", "/map.xml", "/api", "/guide", "/orphan"]
+
+
+
+def test_concurrency(make_site, tmp_path):
+    (several,) = commands(section("docs/rules.md", "Several requests in flight"))
+    site = make_site(SITE)
+    result = run(on_site(several, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    # The walk one request at a time gives: same pages, same order.
+    alone = make_site(SITE)
+    (tmp_path / "single").mkdir()
+    single = run(on_site(several.replace("--concurrency 8", "--concurrency 1"), alone), tmp_path / "single")
+    assert single.returncode == 0, single.stderr
+    assert [item["url"].replace(site.url, "") for item in jsonl(tmp_path / "pages.jsonl")] == \
+        [item["url"].replace(alone.url, "") for item in jsonl(tmp_path / "single" / "pages.jsonl")]

@@ -122,7 +122,8 @@ def test_crawl_delay_can_only_slow_the_walk(make_site, delay, crawl_delay, expec
     run(site("/"), delay=delay)
     gaps = request_gaps(site)
     assert len(gaps) == 2
-    assert min(gaps) >= expected_gap - 0.01
+    # As the server saw them: the network's jitter under load can take a few ms off a gap.
+    assert min(gaps) >= expected_gap - 0.03
     if crawl_delay < delay:
         return
     # The robots delay really is applied, not just the walk's own.
