@@ -189,9 +189,10 @@ def _run_as_root(argv: list[str]) -> None:
     subprocess.run(argv, check=True, env=env)
 
 
-def install(need_docs: bool) -> None:
-    """apt-get install what is missing; apt-get update only if the install fails without it."""
-    missing = [package for program, package in PACKAGES.items() if shutil.which(program) is None]
+def install(need_docs: bool, packages: dict[str, str] | None = None) -> None:
+    """apt-get install what is missing (the programs of PACKAGES, or of ``packages``: program to
+    Debian package); apt-get update only if the install fails without it."""
+    missing = [package for program, package in (packages or PACKAGES).items() if shutil.which(program) is None]
     if need_docs and not (DOCS_SOURCE / "index.html").exists():
         missing.append(DOCS_PACKAGE)
     if not missing:
@@ -214,6 +215,22 @@ def check_python() -> None:
             f"{sys.executable} cannot import {exc.name}: run this script with the project's Python, "
             "e.g. .venv/bin/python benchmarks/run.py"
         ) from None
+
+
+def lock_work() -> None:
+    """Take the work directory's lock until this process exits: one benchmark at a time uses its
+    nginx files and ports."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another benchmark is running (it holds {WORK / 'lock'})") from None
+    _LOCKS.append(lock)
+
+
+# The open lock files (a lock is released when its file is closed).
+_LOCKS: list[object] = []
 
 
 def prepare_docs() -> Path:
@@ -248,22 +265,26 @@ class Run:
     paths: list[str]
     exit_status: int
     report: dict | None = None  # sitewalk's report JSON
+    cpu: float = 0.0  # user + system seconds of the tool and the processes it waited for
 
     @property
     def pages(self) -> int:
         return len(self.paths)
 
 
-def parse_time_v(text: str) -> tuple[int, int]:
-    """(peak RSS in kB, exit status) from /usr/bin/time -v output."""
+def parse_time_v(text: str) -> tuple[int, int, float]:
+    """(peak RSS in kB, exit status, CPU seconds: user + system) from /usr/bin/time -v output."""
     rss = status = -1
+    cpu = 0.0
     for line in text.splitlines():
         key, _, value = line.strip().rpartition(": ")
         if key == "Maximum resident set size (kbytes)":
             rss = int(value)
         elif key == "Exit status":
             status = int(value)
-    return rss, status
+        elif key in ("User time (seconds)", "System time (seconds)"):
+            cpu += float(value)
+    return rss, status, cpu
 
 
 def tree_rss_kb(root: int) -> int:
@@ -313,7 +334,7 @@ def measure(work: str, tool: str, site: Site, argv: list[str], run_dir: Path, ag
             process.wait()
             raise
         wall = time.perf_counter() - started
-    rss_kb, status = parse_time_v(time_file.read_text())
+    rss_kb, status, cpu = parse_time_v(time_file.read_text())
     # /usr/bin/time reports the largest process; a tool with helper processes is their sum.
     rss_kb = max(rss_kb, tree_kb)
     with open(site.access_log, "rb") as log:
@@ -327,11 +348,11 @@ def measure(work: str, tool: str, site: Site, argv: list[str], run_dir: Path, ag
         paths = [f[1] for f in fields if len(f) >= 2]
     report_file = run_dir / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else None
-    run = Run(work, tool, wall, rss_kb, paths, status, report)
+    run = Run(work, tool, wall, rss_kb, paths, status, report, cpu)
     flag = "" if status in ok_status else f"  FAILED (exit {status}): {_tail(run_dir / 'stderr.txt')}"
     if report is not None and report.get("fetched") != run.pages:
         flag += f"  (its report says {report.get('fetched')} pages, stopped: {report.get('stopped')})"
-    print(f"  {work:<14} {tool:<16} {wall:8.2f} s  {run.pages:6d} requests  {rss_kb / 1024:7.1f} MB{flag}",
+    print(f"  {work:<14} {tool:<16} {wall:8.2f} s  {cpu:7.2f} s CPU  {run.pages:6d} requests  {rss_kb / 1024:7.1f} MB{flag}",
           flush=True)
     return run
 
@@ -361,6 +382,13 @@ class Tools:
                 "-U", agent, site.url]
         # wget exits 8 when the server answered some request with an error (a broken link).
         return measure(work, "wget", site, argv, run_dir, agent, self.plain_env, ok_status=(0, 8))
+
+    def wget2(self, work: str, site: Site, threads: int, tool: str = "wget2") -> Run:
+        """wget2 with the options of :meth:`wget`, ``threads`` downloads at once."""
+        run_dir, agent = self.next_run("wget2")
+        argv = ["wget2", "-r", "-l", "inf", "-nd", "-np", "--delete-after", "-q", "--no-robots",
+                f"--max-threads={threads}", "-U", agent, site.url]
+        return measure(work, tool, site, argv, run_dir, agent, self.plain_env, ok_status=(0, 8))
 
     def baseline(self, work: str, site: Site) -> Run:
         run_dir, agent = self.next_run("baseline")
@@ -428,7 +456,10 @@ def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern
               # The index walk again, keeping its JOBDIR journal (in the run's own directory).
               "sitewalk index-jobdir": ["-s", "JOBDIR=job"],
               # The index walk with each page's content as Markdown (html-to-markdown, beside the walk).
-              "sitewalk index-markdown": ["-a", "content=markdown"]}
+              "sitewalk index-markdown": ["-a", "content=markdown"],
+              # The same, main content only, and main content saved as files (issue 22).
+              "sitewalk index-main": ["-a", "content=markdown", "-a", "main_content=true"],
+              "sitewalk index-save": ["-a", "save_dir=saved", "-a", "main_content=true"]}
     for tool in rounds(tuple(extras), runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=extras[tool]))
 
@@ -453,7 +484,7 @@ def memory(results: Results, tools: Tools, full_sites: dict[int, Site], limited:
     if reuse and results.of(reuse, "sitewalk"):
         for run in results.of(reuse, "sitewalk"):
             results.runs.append(Run(f"mem full {largest}", "sitewalk", run.wall, run.rss_kb, run.paths,
-                                    run.exit_status, run.report))
+                                    run.exit_status, run.report, run.cpu))
 
 
 def profile(tools: Tools, site: Site) -> str:
@@ -536,6 +567,23 @@ def machine_facts(start_commit: str) -> list[str]:
         f"sitewalk {sitewalk.__version__} at {commit}{' with local changes' if dirty else ''}",
         f"- {first_line(['nginx', '-v'])}, {first_line(['wget', '--version'])}",
     ]
+
+
+def write_results(script: str, text: str) -> None:
+    """Put ``text`` in RESULTS.md as the section of ``script``, between its markers, keeping the
+    sections other scripts wrote; a script's first section goes at the end."""
+    path = HERE / "RESULTS.md"
+    begin, end = f"<!-- {script}: begin -->", f"<!-- {script}: end -->"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{begin}\n{text}\n{end}\n"
+    if begin in old and end in old:
+        head, _, rest = old.partition(begin)
+        tail = rest.partition(end)[2].lstrip("\n")
+        new = head + block + ("\n" + tail if tail else "")
+    else:
+        new = (old.rstrip("\n") + "\n\n" if old.strip() else "") + block
+    path.write_text(new, encoding="utf-8")
+    print(f"\nwrote {path.relative_to(REPO)}")
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -720,6 +768,11 @@ def verdicts(results: Results, docs: str, gen: str, grep_work: str, smoke: bool)
     if index and markdown:
         lines.append(f"- {grep_work}: index with content=markdown / index = {markdown / index:.2f} (target ≤ 2.0): "
                      f"{mark(markdown / index <= 2.0)}{note}")
+    for tool, what in (("index-main", "content=markdown main_content"), ("index-save", "save_dir main_content")):
+        wall = results.median(grep_work, f"sitewalk {tool}", "wall")
+        if index and wall:
+            lines.append(f"- {grep_work}: index with {what} / index = {wall / index:.2f} (target ≤ 2.0): "
+                         f"{mark(wall / index <= 2.0)}{note}")
     jobdir = results.median(grep_work, "sitewalk index-jobdir", "wall")
     if index and jobdir:
         lines.append(f"- {grep_work}: index with JOBDIR / index = {jobdir / index:.2f} (target ≤ 1.05): "
@@ -728,7 +781,8 @@ def verdicts(results: Results, docs: str, gen: str, grep_work: str, smoke: bool)
 
 
 def failures(results: Results) -> list[str]:
-    bad = [r for r in results.runs if r.exit_status not in ((0, 8) if r.tool == "wget" else (0,))]
+    # wget and wget2 exit 8 when the server answered some request with an error (a broken link).
+    bad = [r for r in results.runs if r.exit_status not in ((0, 8) if r.tool.split()[0] in ("wget", "wget2") else (0,))]
     return [f"- {r.work} {r.tool}: exit status {r.exit_status}" for r in bad]
 
 
@@ -757,12 +811,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
     need_docs = not args.smoke and bool(experiments & {"docs", "grep"} or args.profile)
     install(need_docs)
-    WORK.mkdir(parents=True, exist_ok=True)
-    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise SystemExit(f"another benchmark is running (it holds {WORK / 'lock'})") from None
+    lock_work()
 
     docs_site: Site | None
     grep_site: Site | None
@@ -831,7 +880,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.append("")
     if results.of(grep_work, "sitewalk grep"):
         out += [f"## grep vs index (grep={pattern!r}; grep-regex: the same pattern as a regular expression; "
-                "index-jobdir: the index walk keeping its JOBDIR journal; index-markdown: with content=markdown)", "",
+                "index-jobdir: the index walk keeping its JOBDIR journal; index-markdown: with content=markdown; "
+                "index-main: with content=markdown and main_content; index-save: with save_dir and main_content)", "",
                 *grep_table(results, grep_work), "",
                 "A plain-text pattern lets the walk tell, from a page's source, that the page cannot match, "
                 "so the next page downloads while it is read; a regular expression makes each page wait until "
@@ -847,8 +897,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if profile_text:
         print("\n## Profile\n\n" + profile_text)
     if args.write_results:
-        (HERE / "RESULTS.md").write_text(text + "\n", encoding="utf-8")
-        print(f"\nwrote {(HERE / 'RESULTS.md').relative_to(REPO)}")
+        write_results("run.py", text)
     return 1 if bad else 0
 
 

@@ -19,13 +19,14 @@ from sitewalk import jobs
 from sitewalk.downloadermiddlewares import (
     AddressGuardMiddleware,
     BudgetMiddleware,
+    RetryAfterMiddleware,
     RobotsTxtMiddleware,
     SameOriginMiddleware,
     WalkRedirectMiddleware,
 )
 from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
-from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline
+from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
@@ -43,6 +44,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
     ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
     ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+    # Sees an answer before the redirect middleware: a 429 or 503 is asked again after a pause.
+    ("DOWNLOADER_MIDDLEWARES", RetryAfterMiddleware, 900),
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
     ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
@@ -67,9 +70,14 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", FeedExporter, None),
     ("EXTENSIONS", WalkFeedExporter, 0),
     ("ITEM_PIPELINES", CallbackPipeline, 100),
+    ("ITEM_PIPELINES", SaveDirPipeline, 200),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
-_EXPORTERS = {"csv": "sitewalk.exporters.CsvItemExporter", "xml": "sitewalk.exporters.XmlItemExporter"}
+_EXPORTERS = {
+    "json": "sitewalk.exporters.JsonItemExporter",
+    "csv": "sitewalk.exporters.CsvItemExporter",
+    "xml": "sitewalk.exporters.XmlItemExporter",
+}
 _NEVER = ("scrapy.extensions.telnet.TelnetConsole", "scrapy.extensions.remote_control.RemoteControl")
 # What each consumer adds, and the items its feeds hold.
 _CONSUMERS: dict[str, tuple[str, type, int, type]] = {
@@ -84,8 +92,9 @@ class Addon:
     middlewares, extensions and pipelines add to them), with the one consumer the walk's
     arguments name. Each feed holds that consumer's items only (its ``item_classes``, unless the
     feed sets them); ``CONCURRENT_REQUESTS`` and ``CONCURRENT_REQUESTS_PER_DOMAIN`` are the
-    walk's ``concurrency`` (the gate is what limits requests in flight); CSV and XML feeds use :mod:`sitewalk.exporters` (missing values empty, lists
-    as JSON in CSV) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
+    walk's ``concurrency`` (the gate is what limits requests in flight); JSON, CSV and XML feeds
+    use :mod:`sitewalk.exporters` (missing values empty, lists as JSON in CSV, a feed appended to
+    continued as one file) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
     ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
     a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
     """

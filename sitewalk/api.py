@@ -173,7 +173,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
             items.append(item)
 
     crawler.signals.connect(item_scraped, signal=signals.item_scraped)
-    crawl = runner.crawl(crawler, config=call.config, on_page=call.on_page, on_page_stops=call.on_page_stops)
+    crawl = runner.crawl(crawler, config=call.config, on_page=call.on_page, on_page_stops=call.on_page_stops, surface=API)
     try:
         await asyncio.shield(crawl)
     except asyncio.CancelledError:

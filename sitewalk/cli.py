@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
@@ -27,8 +28,15 @@ _DESCRIPTION = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that an error is the one line that says it (the usage is ``--help``'s)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sitewalk", description=_DESCRIPTION, allow_abbrev=False)
+    parser = _Parser(prog="sitewalk", description=_DESCRIPTION, allow_abbrev=False)
     parser.add_argument(
         "seed", nargs="?", metavar="URL", help=f"{argument('seed').help} (required, here or in --config)"
     )
@@ -68,7 +76,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         given = unknown[0].split("=", 1)[0]
         known = [flag for action in parser._actions for flag in action.option_strings]  # argparse has no public list of them
         close = difflib.get_close_matches(given, known, n=1) if given.startswith("-") else []
-        parser.error(f"unrecognized argument {unknown[0]!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+        hint = f"did you mean {close[0]}?" if close else "sitewalk --help lists the options"
+        parser.error(f"unrecognized argument {unknown[0]!r} ({hint})")
     return options
 
 
@@ -91,13 +100,32 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
         # Scrapy's own reading of -o: the format from the extension or FILE:FORMAT, - for stdout.
         feeds = feed_process_params_from_cli(settings, outputs)
     except UsageError as exc:
-        parser.error(str(exc))
+        parser.error(_format_error(settings, options) or str(exc))
     for uri, feed in feeds.items():
         # A file is replaced (a resumed walk appends to it: the add-on says so); stdout cannot be.
         if uri != "stdout:":
             feed.setdefault("overwrite", True)
     settings.set("FEEDS", feeds, priority="cmdline")
     return settings
+
+
+def _format_error(settings: Settings, options: argparse.Namespace) -> str | None:
+    """Which -t or -o names no feed format, and how to name one (None if neither does)."""
+    formats = [name for name, exporter in settings.getwithbase("FEED_EXPORTERS").items() if exporter]
+    known = ", ".join(formats)
+    if options.format and options.format not in formats:
+        return f"-t {options.format!r} is not a feed format (give one of {known})"
+    for output in options.output:
+        _, colon, named = output.rpartition(":")
+        if colon and named and "/" not in named:
+            told = f"{named!r} after the colon is not a feed format"
+        elif suffix := Path(output).suffix:
+            told = f"its extension {suffix} names no feed format"
+        else:
+            told = "it has no extension to name its feed format"
+        if named not in formats and Path(output).suffix[1:] not in formats:
+            return f"-o {output!r}: {told} (end it with .jsonl, .json, .csv or .xml, or give FILE:FORMAT with one of {known})"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import os
 import re
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,10 +18,12 @@ import ada_url
 from cssselect import SelectorError
 from parsel import Selector
 
+from sitewalk import patterns
 from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
+from sitewalk.jobs import local_feeds
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -126,8 +129,7 @@ class WalkConfig:
     concurrency: int = field(
         default=1,
         metadata=_arg(
-            "most page requests in flight at once (pages still arrive in breadth-first order); "
-            "more than 1 only on sites you own or may load",
+            "most page requests in flight at once, the walk's order kept; more than 1 only on sites you own or may load",
             minimum=1, maximum=64,
         ),
     )
@@ -153,7 +155,8 @@ class WalkConfig:
         metadata=_arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
     )
     grep: str | None = field(
-        default=None, metadata=_arg("regular expression searched for in each page's visible text, line by line")
+        default=None,
+        metadata=_arg("regular expression (RE2 syntax) searched for in each page's visible text, line by line"),
     )
     max_matches: int = field(
         default=50, metadata=_arg("most matching lines for the whole walk; it stops once this many are found", minimum=1)
@@ -163,16 +166,18 @@ class WalkConfig:
     context: int = field(default=2, metadata=_arg("lines of context before and after each match", minimum=0))
     css: str | None = field(default=None, metadata=_arg("CSS selector whose values are extracted from each page"))
     xpath: str | None = field(default=None, metadata=_arg("XPath expression whose values are extracted from each page"))
-    regex: str | None = field(default=None, metadata=_arg("regular expression filtering the css/xpath values"))
+    regex: str | None = field(default=None, metadata=_arg("regular expression (RE2 syntax) filtering the css/xpath values"))
     headers: dict[str, str] = field(
         default_factory=dict, metadata=_arg("request headers, 'Name: value; Other: value'")
     )
     include: str | None = field(
         default=None,
-        metadata=_arg("regular expression: only links whose path and query it matches are followed (the start URL always is)"),
+        metadata=_arg(
+            "regular expression (RE2 syntax): only links whose path and query it matches are followed (the start URL always is)"
+        ),
     )
     exclude: str | None = field(
-        default=None, metadata=_arg("regular expression: links whose path and query it matches are not followed")
+        default=None, metadata=_arg("regular expression (RE2 syntax): links whose path and query it matches are not followed")
     )
     no_parent: bool = field(
         default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
@@ -193,6 +198,11 @@ class WalkConfig:
         default=False,
         metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
     )
+    save_dir: str | None = field(
+        default=None,
+        metadata=_arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
+                      "directory, its path mirroring the URL's, and the llms.txt files at the end"),
+    )
 
     @property
     def link_report(self) -> bool:
@@ -208,6 +218,11 @@ class WalkConfig:
         if self.css is not None or self.xpath is not None:
             return "extract"
         return "index"
+
+    @property
+    def read_content(self) -> str | None:
+        """The content the walk reads of each page: ``content``'s, or Markdown for ``save_dir``."""
+        return self.content or ("markdown" if self.save_dir is not None else None)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], surface: Surface = CLI) -> WalkConfig:
@@ -267,12 +282,12 @@ class WalkConfig:
             raise SitewalkError("grep and css/xpath are different consumers: give one of them")
         if self.css is not None and self.xpath is not None:
             raise SitewalkError("give css or xpath, not both")
-        for name in ("links", "content", "main_content"):
+        for name in ("links", "content", "main_content", "save_dir"):
             if getattr(self, name) and self.consumer != "index":
                 raise SitewalkError(f"{name} is a field of index items: give it without {self.consumer}'s arguments")
         if self.content is not None and self.content not in MODES:
             raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {self.content!r}")
-        if self.main_content and self.content is None:
+        if self.main_content and self.content is None and self.save_dir is None:
             raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
         if self.regex is not None and self.css is None and self.xpath is None:
             raise SitewalkError(
@@ -285,15 +300,11 @@ class WalkConfig:
             _check_query("xpath", self.xpath)
         for name in ("grep", "regex", "include", "exclude"):
             pattern = getattr(self, name)
-            if pattern is not None and not (name == "grep" and self.fixed_strings):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    literally = f" (use {surface.argument('fixed_strings', True)} to search for it literally)"
-                    raise SitewalkError(
-                        f"{surface.name(name)} {pattern!r} is not a valid regular expression: {exc}"
-                        + (literally if name == "grep" else "")
-                    ) from None
+            if pattern is not None:
+                grep = name == "grep"
+                literally = grep and self.fixed_strings
+                fix = f" (use {surface.argument('fixed_strings', True)} to search for it literally)" if grep else ""
+                patterns.compile(pattern, name=surface.name(name), literal=literally, fix=fix)
 
 
 def _check_seed(seed: str, surface: Surface) -> None:
@@ -324,34 +335,66 @@ def _url_problem(url: str) -> str:
     return ""
 
 
-def _check_report(report: str, surface: Surface, name: str = "report", example: str = "report.json") -> None:
-    """The report (or ``name``, another output written at the end of the walk): a path it cannot
-    be written to fails now."""
-    path = Path(report)
+def _unwritable(path: Path) -> str | None:
+    """What keeps a file from being written at ``path``, or None. Nothing is created or changed:
+    an existing file is opened to append, a new one tried as an unnamed file in its directory.
+    A directory that does not exist is not made: a typo must not create directories."""
     directory = path.parent
-    problem = None
     if path.is_dir():
-        problem = "is a directory"
-    elif not directory.is_dir():
-        problem = f"is in a directory that does not exist ({str(directory)!r})"
-    elif not os.access(directory, os.W_OK):
-        problem = f"is in a directory this process cannot write to ({str(directory)!r})"
+        return "is a directory"
+    if not directory.is_dir():
+        return f"is in a directory that does not exist ({str(directory)!r})"
+    try:
+        if path.exists():
+            path.open("ab").close()
+        else:
+            tempfile.TemporaryFile(dir=directory).close()
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def _check_outputs(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
+    """The feeds (FEEDS: ``-o``/``-O``) and the report are written as the walk goes and when it
+    ends: a path that cannot be written fails now, before any request."""
+    for uri, path in local_feeds(settings).items():
+        problem = _unwritable(path)
+        if problem is not None:
+            raise SitewalkError(
+                f"output {uri!r} {problem}: give a file path in an existing directory, e.g. -o pages.jsonl"
+            )
+    for name, example in (("report", "report.json"), ("html_report", "walk.html"), ("junit", "links.xml")):
+        path = getattr(config, name)
+        problem = _unwritable(Path(path)) if path is not None else None
+        if problem is not None:
+            raise SitewalkError(
+                f"{name} {path!r} {problem}: give a file path in an existing directory, "
+                f"e.g. {surface.argument(name, example)}"
+            )
+
+
+def _check_save_dir(directory: str, surface: Surface) -> None:
+    """The pages are saved as they arrive: a directory that cannot be made or written fails now."""
+    path = Path(directory)
+    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+    problem = None
+    if not existing.is_dir():
+        problem = f"is or is under a file ({str(existing)!r})"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = f"cannot be written by this process ({str(existing)!r})"
     if problem is not None:
         raise SitewalkError(
-            f"{name} {report!r} {problem}: give a file path in an existing directory, "
-            f"e.g. {surface.argument(name, example)}"
+            f"{surface.name('save_dir')} {directory!r} {problem}: give a directory to create or write to, "
+            f"e.g. {surface.argument('save_dir', 'site')}"
         )
 
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the report's path and the sitewalk settings."""
-    if config.report is not None:
-        _check_report(config.report, surface)
-    if config.html_report is not None:
-        _check_report(config.html_report, surface, "html_report", "walk.html")
-    if config.junit is not None:
-        _check_report(config.junit, surface, "junit", "links.xml")
+    the paths it writes to (the report, the feeds, the save directory) and the sitewalk settings."""
+    _check_outputs(config, settings, surface)
+    if config.save_dir is not None:
+        _check_save_dir(config.save_dir, surface)
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -18,6 +20,7 @@ from twisted.python.failure import Failure
 
 from sitewalk import guard
 from sitewalk.failures import Failed, OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.gate import TICKET, Dropped, Ticket
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -29,12 +32,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RobotsTxtMiddleware", "SameOriginMiddleware",
-    "WalkRedirectMiddleware",
+    "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
+    "SameOriginMiddleware", "WalkRedirectMiddleware",
 ]
 
 # Meta key of the robots.txt requests this module makes: they are not pages of the walk.
 ROBOTS_META = "sitewalk_robots"
+# Where Scrapy warns of a download larger than its max size, and how.
+_HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
+_MAXSIZE_WARNING = "bytes which is larger than download max size"
 
 
 class AddressGuardMiddleware:
@@ -173,21 +179,39 @@ class RobotsTxtMiddleware:
 
 
 class BudgetMiddleware(WalkComponent):
-    """Gives each request what is left of the walk's budget, so limits bite mid-download.
+    """Gives each request what is left of the walk's budget, so limits bite mid-download, and
+    holds it until the walk's pace lets it start.
 
-    Sets meta ``download_timeout`` to the seconds left before the deadline and ``download_maxsize``
-    to the body bytes left under max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE),
-    and tells the walk's gate when a page request starts, for the pace between requests. Meta
-    ``sitewalk_budget_maxsize`` says the size limit is the budget's, so a page cut off by it stops
-    the walk with "max-bytes". robots.txt requests get the time limit too but are not pages.
+    Every request to the site (pages, robots.txt, sitemaps, redirect hops, a page asked again
+    after a 429) waits here until ``delay`` seconds after the previous one started and until a
+    pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
+    meanwhile is dropped (listed as unvisited). Then it sets meta ``download_timeout`` to the
+    seconds left before the deadline and ``download_maxsize`` to the body bytes left under
+    max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE), and ``sitewalk_started`` to
+    when it started. Meta ``sitewalk_budget_maxsize`` says the size limit is the budget's, so a
+    page cut off by it stops the walk with "max-bytes". robots.txt requests get the time limit
+    too but are not pages.
+
+    A page cut off by max_bytes is the walk's own stop, which its summary tells: Scrapy's
+    warning that the download exceeds its max size is kept out of the log for those requests
+    (a filter on the HTTP handler's logger while the walk runs; Scrapy has no other way to
+    silence it). A page larger than DOWNLOAD_MAXSIZE keeps Scrapy's warning.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        # How Scrapy's warning names each request whose size limit is the budget's, while it is downloaded.
+        self._budget_bound: set[str] = set()
+        _HANDLER_LOGGER.addFilter(self._not_budget_cut)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
+        gate = self.walk.gate
+        await gate.may_start()
+        if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
+            raise Dropped
         budget = self.walk.budget
         seconds = max(budget.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
@@ -196,7 +220,87 @@ class BudgetMiddleware(WalkComponent):
             budget_bound = not self._maxsize or left <= self._maxsize
             request.meta["download_maxsize"] = left if budget_bound else self._maxsize
             request.meta["sitewalk_budget_maxsize"] = budget_bound
-            self.walk.gate.request_started()
+            if budget_bound:
+                self._budget_bound.add(f"in request {request}.")
+        request.meta["sitewalk_started"] = gate.request_started()
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._budget_bound.discard(f"in request {request}.")
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._budget_bound.discard(f"in request {request}.")
+
+    def spider_closed(self) -> None:
+        _HANDLER_LOGGER.removeFilter(self._not_budget_cut)
+
+    def _not_budget_cut(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (_MAXSIZE_WARNING in message and message.endswith(tuple(self._budget_bound)))
+
+
+class RetryAfterMiddleware(WalkComponent):
+    """A page answered 429 (Too Many Requests) or 503 (Service Unavailable) pauses the whole
+    walk, then is asked again.
+
+    The pause is the answer's ``Retry-After`` (seconds, or an HTTP date; 0 or a value that cannot
+    be read counts as absent), else 1 second, doubled for each pause in a row (an answer with
+    another status ends the row); at most ``SITEWALK_RETRY_AFTER_MAX`` seconds (default 120). No
+    request starts meanwhile, a page's or robots.txt's (:meth:`sitewalk.gate.Gate.pause`). One
+    clock for the walk: the answers to requests that were in flight when a pause began belong to
+    it and start no other. Each page is asked at most ``SITEWALK_RETRY_TIMES`` times more
+    (default 3), still one page in max_pages; its last answer is the page (429 or 503 status, in
+    the feed and the report). A pause that would outlast the deadline is not waited for: the
+    answer is the page.
+
+    Meta: ``sitewalk_retries``. Stats: ``sitewalk/retry/pauses``, ``sitewalk/retry/requests``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._times = crawler.settings.getint("SITEWALK_RETRY_TIMES")
+        self._most = crawler.settings.getfloat("SITEWALK_RETRY_AFTER_MAX")
+        self._in_a_row = 0
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        if request.meta.get("sitewalk_depth") is None:
+            return response  # robots.txt, a sitemap: not a page of the walk
+        if response.status not in (429, 503):
+            self._in_a_row = 0
+            return response
+        retries = request.meta.get("sitewalk_retries", 0)
+        if retries >= self._times:
+            return response
+        asked = _retry_after(response.headers.get(b"Retry-After"))
+        wait = min(asked if asked is not None else 2.0 ** self._in_a_row, self._most)
+        if wait >= self.walk.budget.seconds_left():
+            return response
+        if self.walk.gate.pause(wait, request.meta.get("sitewalk_started", float("-inf"))):
+            self._in_a_row += 1
+            self.crawler.stats.inc_value("sitewalk/retry/pauses")
+            logger.info("%s answered %d: pausing the walk for %gs, then asking again", request.url, response.status, wait)
+        self.crawler.stats.inc_value("sitewalk/retry/requests")
+        retry = request.replace(dont_filter=True)
+        retry.meta["sitewalk_retries"] = retries + 1
+        return retry
+
+
+def _retry_after(value: bytes | None) -> float | None:
+    """The seconds a Retry-After header asks for; None when absent, 0 or unreadable (RFC 9110 10.2.3)."""
+    if not value:
+        return None
+    text = value.decode("latin-1").strip()
+    if text.isdigit():
+        seconds = float(text)
+    else:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return seconds if seconds > 0 else None
 
 
 class WalkRedirectMiddleware(RedirectMiddleware):

@@ -3,6 +3,7 @@ journal (WalkJournal), and the storage of its local feeds (FileFeedStorage)."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from pathlib import Path
@@ -18,7 +19,7 @@ from twisted.internet.task import LoopingCall
 from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
-from sitewalk.items import Report
+from sitewalk.items import Report, count
 from sitewalk.linkreport import write_junit
 from sitewalk.state import WalkComponent
 
@@ -152,16 +153,24 @@ class WalkReport(WalkComponent):
         if config.junit is not None:
             write_junit(config.junit, book, verdicts)
         if config.html_report is not None:
-            write_html(config.html_report, report, book, config)
-        logger.info("sitewalk: %s", report.summary(walk.config.consumer))
+            write_html(config.html_report, report, book, config, walk.surface)
+        consumer = config.consumer
+        matches = walk.results.consumers.get("grep_matches", 0) if consumer == "grep" else None
+        logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
         if report.broken_links and config.link_report:
             logger.info("sitewalk: %d broken links (the report's broken_links)", len(report.broken_links))
         if report.robots_skipped:
             logger.info(
-                "sitewalk: %d pages skipped because robots.txt disallows them "
-                "(set -s ROBOTSTXT_OBEY=false to fetch them)",
-                len(report.robots_skipped),
+                "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
+                count(len(report.robots_skipped), "page"), walk.surface.setting("ROBOTSTXT_OBEY", False),
             )
+        if self._path is not None:
+            # Checked before the walk (sitewalk.config.check_run); a disk that filled up since is
+            # one line, after the summary, not a traceback instead of it.
+            try:
+                Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+            except OSError as exc:
+                logger.error("sitewalk: the report could not be written to %s: %s", self._path, exc.strerror or exc)
 
 
 class WalkJournal(WalkComponent):
@@ -240,12 +249,21 @@ class WalkJournal(WalkComponent):
 class FileFeedStorage(ScrapyFileFeedStorage):
     """Scrapy's storage of feeds in local files, unbuffered: each item reaches the file when it is
     exported, so after a crash the feed holds every item written before it (a JSON lines or CSV
-    feed is then whole up to its last line)."""
+    feed is then whole up to its last line).
+
+    Unlike Scrapy's, it makes no directory: the walk checks its outputs before it starts
+    (:func:`sitewalk.config.check_run`). A walk whose seed could not be fetched leaves the file
+    as it was: Scrapy opens a feed at its first item, or at the end to store an empty feed, which
+    would replace a file that a rerun meant to refresh with nothing. A file appended to is also
+    open for reading: the exporters read its end to continue it (:mod:`sitewalk.exporters`).
+    """
 
     def open(self, spider: Spider) -> IO[bytes]:
-        path = Path(self.path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open(self.write_mode, buffering=0)
+        walk = getattr(spider, "walk", None)
+        if walk is not None and walk.results.seed_error is not None:
+            return io.BytesIO()
+        mode = "a+b" if self.write_mode == "ab" else self.write_mode
+        return Path(self.path).open(mode, buffering=0)
 
 
 class WalkFeedExporter(FeedExporter):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import ada_url
 
 from sitewalk.links import normalize
+
+if TYPE_CHECKING:
+    from sitewalk.patterns import Pattern
 
 __all__ = ["Changes", "Frontier", "Scope"]
 
@@ -35,17 +38,17 @@ class Scope:
     path and query; with ``no_parent``, only URLs at or below the directory of the seed's final
     URL (wget's ``--no-parent``)."""
 
-    include: re.Pattern[str] | None = None
-    exclude: re.Pattern[str] | None = None
+    include: Pattern | None = None
+    exclude: Pattern | None = None
     no_parent: bool = False
 
     def __bool__(self) -> bool:
         return self.include is not None or self.exclude is not None or self.no_parent
 
     def admits(self, path_and_query: str) -> bool:
-        if self.include is not None and self.include.search(path_and_query) is None:
+        if self.include is not None and not self.include.search(path_and_query):
             return False
-        return self.exclude is None or self.exclude.search(path_and_query) is None
+        return self.exclude is None or not self.exclude.search(path_and_query)
 
 
 class Frontier:

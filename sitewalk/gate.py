@@ -143,7 +143,9 @@ class Gate:
     A request goes when fewer than ``concurrency`` are in flight (their page not arrived, or their
     failure not known), when at most :data:`AHEAD` pages are in hand (downloaded, not yet
     consumed), and at least ``delay`` seconds after the previous request started (robots.txt's
-    Crawl-delay can lengthen it, never shorten it). With one request at a time, each consumer
+    Crawl-delay can lengthen it, never shorten it) and after a pause (:meth:`pause`: a 429 or
+    503). Every request to the site, robots.txt and a page asked again included, waits for the
+    pace and the pause once more where it goes to the network (:meth:`may_start`). With one request at a time, each consumer
     registered with :meth:`add_check` is also asked about the pages in hand whenever one arrives,
     is read or is consumed, and no request goes while one could stop the walk; with several in
     flight, a consumer's stop drops the requests after the page it stopped on instead
@@ -169,6 +171,9 @@ class Gate:
         self._last_done = 0
         self._dropped: list[Ticket] = []
         self._last_start: float | None = None
+        # A pause for the whole walk (a 429 or 503): no request starts before _paused_until.
+        self._paused_until = 0.0
+        self._pause_started = float("-inf")
         self._stopping = False
         self._changed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -224,9 +229,34 @@ class Gate:
         self._in_flight += 1
         return ticket
 
-    def request_started(self) -> None:
-        """A request went to the network now: the pace counts from here."""
-        self._last_start = time.monotonic()
+    def request_started(self) -> float:
+        """A request goes to the network now: the pace counts from here. Returns the time."""
+        self._last_start = now = time.monotonic()
+        return now
+
+    def pause(self, seconds: float, request_started: float) -> bool:
+        """Hold every request start for ``seconds`` (the site answered 429 or 503 to a request
+        that started at ``request_started``). One clock for the walk: an answer to a request
+        that started before the current pause began belongs to that pause's burst and starts
+        none. Returns whether a pause started."""
+        if request_started < self._pause_started:
+            return False
+        now = time.monotonic()
+        self._pause_started = now
+        self._paused_until = max(self._paused_until, now + seconds)
+        self._changed.set()
+        return True
+
+    async def may_start(self) -> None:
+        """Wait until a request may go to the network: after the pause, if one is on, and at
+        least ``delay`` seconds after the previous request started (or until a stop)."""
+        while not self._stopping:
+            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
+            wait = start - time.monotonic()
+            if wait <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), wait)
 
     def request_over(self, ticket: Ticket, at_turn: Callable[[], None] | None = None) -> None:
         """``ticket``'s request ended without a page (it failed, was dropped by the dupefilter,
@@ -310,6 +340,10 @@ class Gate:
         """The ticket whose page is going through the consumers now, if one is."""
         return next((ticket for ticket in self._open.values() if ticket.consuming), None)
 
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
     def stop(self) -> None:
         self._stopping = True
         self._stopped.set()
@@ -324,6 +358,10 @@ class Gate:
             and (not frontier_empty() or self._idle())
         )
 
+    async def drained(self) -> None:
+        """Wait until every request sent is done: its page consumed, or its end at its turn (or a stop)."""
+        await self._until(lambda: not self._open)
+
     async def idle(self) -> None:
         """Wait until nothing is in flight and every page in hand has admitted its links (or a stop)."""
         await self._until(self._idle)
@@ -333,10 +371,11 @@ class Gate:
 
     async def ready(self, seconds_left: float) -> None:
         """Wait until the look-ahead bound (and, one request at a time, the consumers) let the
-        next request go, then for the pace (never longer than ``seconds_left``)."""
+        next request go, then for the pace and a pause (never longer than ``seconds_left``)."""
         await self._until(self._may_go)
-        if self._last_start is not None and not self._stopping:
-            wait = min(self._last_start + self.delay - time.monotonic(), seconds_left)
+        if not self._stopping:
+            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
+            wait = min(start - time.monotonic(), seconds_left)
             if wait > 0:
                 # A stop ends the pace's wait too.
                 with contextlib.suppress(TimeoutError):

@@ -2,9 +2,10 @@
 
 A message names the argument or setting that changes the outcome, in the words of the surface
 where it is read: ``-a fixed_strings=true`` and ``-s ROBOTSTXT_OBEY=false`` for ``scrapy crawl``,
-``--fixed-strings`` for the ``sitewalk`` command,
-``fixed_strings=True`` and ``settings={"ROBOTSTXT_OBEY": False}`` in Python. (The MCP server's
-spelling is :data:`sitewalk.mcp.text.MCP`.)
+``--fixed-strings`` for the ``sitewalk`` command, ``fixed_strings=true`` and
+``setting=ROBOTSTXT_OBEY=false`` for a scrapyd job, ``fixed_strings=True`` and
+``settings={"ROBOTSTXT_OBEY": False}`` in Python. (The MCP server's spelling is
+:data:`sitewalk.mcp.text.MCP`.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["API", "CLI", "COMMAND", "Surface", "option"]
+__all__ = ["API", "CLI", "COMMAND", "SCRAPYD", "Surface", "option"]
 
 
 class Surface:
@@ -25,6 +26,10 @@ class Surface:
     def argument(self, name: str, value: Any) -> str:
         """How to give the walk argument ``name`` the value ``value``."""
         return f"-a {name}={_word(value)}"
+
+    def option(self, name: str) -> str:
+        """The walk argument ``name`` as a message names it for its user to change (``raise ...``)."""
+        return f"-a {name}"
 
     def setting(self, name: str, value: Any) -> str:
         """How to give the Scrapy setting ``name`` the value ``value``."""
@@ -45,6 +50,9 @@ class _Python(Surface):
     def argument(self, name: str, value: Any) -> str:
         return f"{name}={_python(value)}"
 
+    def option(self, name: str) -> str:
+        return self.name(name)
+
     def setting(self, name: str, value: Any) -> str:
         return f"settings={{{_python(name)}: {_python(value)}}}"
 
@@ -61,6 +69,23 @@ class _Command(Surface):
         if isinstance(value, bool):
             return option(name) if value else option(f"no_{name}")
         return f"{option(name)} {_word(value)}"
+
+    def option(self, name: str) -> str:
+        return self.name(name)
+
+
+class _Scrapyd(Surface):
+    """A scrapyd job: the walk's arguments and ``setting=NAME=VALUE`` are parameters of
+    ``schedule.json``."""
+
+    def argument(self, name: str, value: Any) -> str:
+        return f"{name}={_word(value)}"
+
+    def option(self, name: str) -> str:
+        return name
+
+    def setting(self, name: str, value: Any) -> str:
+        return f"setting={name}={_word(value)}"
 
 
 def option(name: str) -> str:
@@ -82,3 +107,4 @@ def _python(value: Any) -> str:
 CLI = Surface()
 COMMAND: Surface = _Command()
 API: Surface = _Python()
+SCRAPYD: Surface = _Scrapyd()

@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sitewalk.hints import CLI
 from sitewalk.items import human_bytes
 from sitewalk.linkreport import BROKEN_KINDS
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from sitewalk.config import WalkConfig
+    from sitewalk.hints import Surface
     from sitewalk.items import Report
     from sitewalk.linkreport import LinkBook, PageRecord
 
@@ -82,12 +84,13 @@ document.querySelectorAll("table[data-filter]").forEach(function (table) {
 """
 
 
-def write_html(path: str, report: Report, book: LinkBook, config: WalkConfig) -> None:
-    """Write the HTML report of the walk ``report`` describes to ``path``."""
-    Path(path).write_text(render(report, book, config), encoding="utf-8")
+def write_html(path: str, report: Report, book: LinkBook, config: WalkConfig, surface: Surface = CLI) -> None:
+    """Write the HTML report of the walk ``report`` describes to ``path`` (the options it names
+    spelt as ``surface`` takes them)."""
+    Path(path).write_text(render(report, book, config, surface), encoding="utf-8")
 
 
-def render(report: Report, book: LinkBook, config: WalkConfig) -> str:
+def render(report: Report, book: LinkBook, config: WalkConfig, surface: Surface = CLI) -> str:
     """The report as one HTML document: everything inline, every URL and title escaped, and a
     Content-Security-Policy that lets only its own style and script run and loads nothing."""
     style, script = _STYLE.strip(), _SCRIPT.strip()
@@ -104,13 +107,13 @@ def render(report: Report, book: LinkBook, config: WalkConfig) -> str:
         f"<h1>{escape(title)}</h1>",
     ]
     sections = [
-        _summary(report, config),
+        _summary(report, config, surface),
         _depths(report, book),
         _broken(report, book),
         _redirects(book),
         _top("Slowest pages", "slowest", book.pages, lambda page: page.latency or 0.0),
         _top("Largest pages", "largest", book.pages, lambda page: page.byte_count),
-        _not_fetched(report),
+        _not_fetched(report, config, surface),
     ]
     for section in sections:
         parts.extend(["<section>", *section, "</section>"])
@@ -122,7 +125,7 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def _summary(report: Report, config: WalkConfig) -> list[str]:
+def _summary(report: Report, config: WalkConfig, surface: Surface) -> list[str]:
     rows = [
         ("Seed", _link(report.seed)),
         ("Origin", escape(report.origin or "none (the seed could not be fetched)")),
@@ -130,7 +133,7 @@ def _summary(report: Report, config: WalkConfig) -> list[str]:
         ("Bytes", escape(human_bytes(report.bytes))),
         ("Time", f"{report.elapsed_s:.2f} s"),
         ("Broken links", str(len(report.broken_links))),
-        ("Outcome", escape(report.ending(config.consumer))),
+        ("Outcome", escape(report.ending(config.consumer, surface))),
         ("Failures", str(len(report.failures))),
     ]
     return ['<h2 id="walk">The walk</h2><dl>', *(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows), "</dl>"]
@@ -255,9 +258,9 @@ def _top(heading: str, key_name: str, pages: Sequence[PageRecord], key: Callable
     return out
 
 
-def _not_fetched(report: Report) -> list[str]:
+def _not_fetched(report: Report, config: WalkConfig, surface: Surface) -> list[str]:
     guarded = [failure["url"] or "" for failure in report.failures if failure["kind"] == "guard"]
-    stop = report.ending()
+    stop = report.ending(config.consumer, surface)
     groups = [
         ("robots", "Disallowed by robots.txt (set -s ROBOTSTXT_OBEY=false to fetch them)", report.robots_skipped),
         ("guard", "Refused by the address guard (allow their network with SITEWALK_GUARD_ALLOW_NETWORKS)", guarded),

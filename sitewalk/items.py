@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from sitewalk.hints import CLI
+
 if TYPE_CHECKING:
     from scrapy.http import Response
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "human_bytes", "media_type"]
+    from sitewalk.hints import Surface
+
+__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type"]
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -68,7 +72,7 @@ class Page(_Fetched):
 
     def content(self, mode: str = "markdown", *, main_content: bool = False) -> str | None:
         """The page's content: ``markdown`` or ``text`` of an HTML page (:func:`sitewalk.content.html_content`;
-        with ``main_content``, of its main part only), ``html`` its decoded body; a text page
+        with ``main_content``, of its main part only; targets resolved against ``final_url``), ``html`` its decoded body; a text page
         (text/*, JSON, XML) gives its body as it is, any other page None."""
         from sitewalk.content import MODES, html_content
         from sitewalk.text import is_plain_text
@@ -84,7 +88,7 @@ class Page(_Fetched):
         from sitewalk.links import parse_html
 
         markup = self.text
-        return html_content(parse_html(markup), markup, mode, main=main_content)
+        return html_content(parse_html(markup), markup, mode, main=main_content, url=self.final_url)
 
     @property
     def is_html(self) -> bool:
@@ -185,31 +189,40 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def ending(self, consumer: str = "index") -> str:
-        """How the walk ended, as the summary says it: ``stopped: max-pages — raise --max-pages``,
-        ``stopped: no (ran out of pages)`` or ``walk failed: <the seed's reason>``."""
-        remedy = _REMEDIES.get("max-matches" if self.stopped == "callback" and consumer == "grep" else self.stopped or "")
+    def ending(self, consumer: str = "index", surface: Surface = CLI) -> str:
+        """How the walk ended, as the summary says it: ``stopped: max-pages — raise --max-pages``
+        (the argument as ``surface`` spells it), ``stopped: no (ran out of pages)`` or
+        ``walk failed: <the seed's reason>``."""
+        limit = _LIMITS.get("max-matches" if self.stopped == "callback" and consumer == "grep" else self.stopped or "")
+        remedy = f"raise {surface.option(limit)}" if limit else None
         stopped = f"{self.stopped} — {remedy}" if remedy else self.stopped or "no (ran out of pages)"
         return f"walk failed: {self.error['reason']}" if self.error is not None else f"stopped: {stopped}"
 
-    def summary(self, consumer: str = "index") -> str:
-        """The one line logged at the end of every walk; a stop names the ``sitewalk`` option
-        that would change it (``consumer``: the walk's, whose limit a ``callback`` stop may be)."""
-        ending = self.ending(consumer)
+    def summary(self, consumer: str = "index", surface: Surface = CLI, matches: int | None = None) -> str:
+        """The one line logged at the end of every walk: with ``matches``, a grep walk's count; a
+        stop names the argument that would change it, as ``surface`` spells it (``consumer``: the
+        walk's, whose limit a ``callback`` stop may be)."""
+        ending = self.ending(consumer, surface)
+        found = f"; {count(matches, 'matching line')}" if matches is not None else ""
         return (
-            f"{self.fetched} pages, {human_bytes(self.bytes)} in {self.elapsed_s:.2f}s from {self.origin or self.seed}; "
-            f"{ending}; failures: {len(self.failures)}; "
+            f"{count(self.fetched, 'page')}, {human_bytes(self.bytes)} in {self.elapsed_s:.2f}s from "
+            f"{self.origin or self.seed}{found}; {ending}; failures: {len(self.failures)}; "
             f"robots_skipped: {len(self.robots_skipped)}; unvisited: {len(self.unvisited)}"
         )
 
 
-# What changes each stop by a limit, as the sitewalk command spells it (-a max_pages=... for scrapy crawl).
-_REMEDIES = {
-    "max-pages": "raise --max-pages",
-    "deadline": "raise --deadline",
-    "max-bytes": "raise --max-bytes",
-    "max-matches": "raise --max-matches",
+# The argument that changes each stop by a limit.
+_LIMITS = {
+    "max-pages": "max_pages",
+    "deadline": "deadline",
+    "max-bytes": "max_bytes",
+    "max-matches": "max_matches",
 }
+
+
+def count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, in the plural unless it is one: ``1 page``, ``2 pages``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def human_bytes(count: float) -> str:

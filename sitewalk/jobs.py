@@ -39,6 +39,7 @@ def job_feeds(settings: BaseSettings, job: str) -> dict[str, dict[str, Any]] | N
     if settings.getdict("FEEDS"):
         return None
     feed = Path(settings.get("SITEWALK_JOBS_DIR")) / _SPIDER / f"{job}.jsonl"
+    feed.parent.mkdir(parents=True, exist_ok=True)
     return {str(feed): {"format": "jsonlines"}}
 
 

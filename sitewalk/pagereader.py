@@ -90,7 +90,8 @@ def read_tree(tree: LexborHTMLParser, url: str, flags: int, encoding: str | None
     content = None
     if flags & (MARKDOWN | TEXT):
         text = markup.decode("utf-8", "replace") if isinstance(markup, bytes) else markup
-        content = html_content(tree, text, "markdown" if flags & MARKDOWN else "text", main=bool(flags & MAIN))
+        content = html_content(tree, text, "markdown" if flags & MARKDOWN else "text", main=bool(flags & MAIN),
+                               url=url)
     return ReadPage(title, page_urls, visible_lines(tree) if flags & LINES else None, content)
 
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from parsel import Selector
+from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
+from sitewalk import patterns
 from sitewalk.gate import Dropped
 from sitewalk.items import Extract, IndexEntry, Page
+from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallbackPipeline", "ExtractPipeline", "HaltedItem", "IndexPipeline", "WalkPipelineManager"]
+__all__ = ["CallbackPipeline", "ExtractPipeline", "HaltedItem", "IndexPipeline", "SaveDirPipeline", "WalkPipelineManager"]
 
 
 class HaltedItem(DropItem):
@@ -122,16 +124,53 @@ class ExtractPipeline(WalkComponent):
             raise NotConfigured
         self.css = config.css
         self.xpath = config.xpath
-        self.regex = re.compile(config.regex) if config.regex is not None else None
+        self.regex = patterns.compile(config.regex, name="regex") if config.regex is not None else None
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page) or not item.is_html or not 200 <= item.status < 300:
             return item
         selector = Selector(text=item.text, type="html")
         selected = selector.css(self.css) if self.css is not None else selector.xpath(self.xpath or "")
-        values = selected.re(self.regex) if self.regex is not None else selected.getall()
+        # parsel's re() takes RE2's compiled pattern as it takes Python's: it calls search and findall.
+        values = selected.re(self.regex.regex) if self.regex is not None else selected.getall()
         if not values:
             return item
         self.crawler.stats.inc_value("sitewalk/extract/pages")
         self.crawler.stats.inc_value("sitewalk/extract/values", len(values))
         return Extract(url=item.final_url, depth=item.depth, values=values)
+
+
+class SaveDirPipeline(WalkComponent):
+    """Saves each 2xx page's content in ``save_dir`` as the walk goes (:mod:`sitewalk.savedir`):
+    Markdown unless ``content`` names text or HTML, the main part with ``main_content``; text
+    pages as they are, binary pages not at all. A resumed walk (JOBDIR) rewrites no page it had
+    saved. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page saved.
+
+    Stats: ``sitewalk/save_dir/pages`` (files written).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        config = self.walk.config
+        if config.save_dir is None:
+            raise NotConfigured
+        self._mode = config.content or "markdown"
+        self._main = config.main_content
+        self._directory = SaveDir(config.save_dir)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def process_item(self, item: Any) -> Any:
+        if isinstance(item, Page) and 200 <= item.status < 300:
+            content = item.content(self._mode, main_content=self._main)
+            if content is not None:
+                saved = self._directory.save(item.final_url, content, self._mode, html=item.is_html,
+                                             title=item.title, rewrite=self.walk.resumed is None)
+                if saved is not None:
+                    self.crawler.stats.inc_value("sitewalk/save_dir/pages")
+        return item
+
+    def spider_closed(self) -> None:
+        directory = self._directory
+        directory.close()
+        if directory.pages:
+            directory.write_llms_txt(self.walk.config.seed)

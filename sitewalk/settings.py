@@ -81,5 +81,10 @@ SITEWALK_PROGRESS_INTERVAL = 10.0
 SITEWALK_JOBS_DIR = "jobs"
 FEED_EXPORT_ENCODING = "utf-8"
 
+# A page answered 429 or 503 is asked again at most this many times, after a pause of the whole
+# walk: its Retry-After, else 1 s doubled for each pause in a row, at most this many seconds.
+SITEWALK_RETRY_TIMES = 3
+SITEWALK_RETRY_AFTER_MAX = 120.0
+
 # sitemap=true reads at most this many sitemap files (indexes included).
 SITEWALK_SITEMAP_MAX_FILES = 20

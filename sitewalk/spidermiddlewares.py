@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from sitewalk import patterns
 from sitewalk.failures import Failed
 from sitewalk.items import Match, Page
 from sitewalk.state import WalkComponent
@@ -117,8 +117,9 @@ class GrepMiddleware(WalkComponent):
         config = walk.config
         if config.grep is None:
             raise NotConfigured
-        pattern = re.escape(config.grep) if config.fixed_strings else config.grep
-        self._search = re.compile(pattern, re.IGNORECASE if config.ignore_case else 0).search
+        self._pattern = patterns.compile(
+            config.grep, name="grep", ignore_case=config.ignore_case, literal=config.fixed_strings
+        )
         self._absence = walk.absence
         self.max_matches = config.max_matches
         self.context = config.context
@@ -162,9 +163,7 @@ class GrepMiddleware(WalkComponent):
             found = ([], [])  # searched from its source: not read for lines
         else:
             lines = page_lines(page) if successful else None
-            search = self._search
-            # Most lines of most pages do not match: find the matching ones in one comprehension.
-            hits = [index for index, line in enumerate(lines) if search(line) is not None] if lines else []
+            hits = self._pattern.matching_lines(lines) if lines else []
             found = (lines, hits)
         self._found[page] = found
         return found

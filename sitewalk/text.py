@@ -48,6 +48,8 @@ _PREFORMATTED = frozenset({"pre", "listing", "plaintext", "xmp", "textarea"})
 _TEXT_APPLICATION_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
 # What makes a grep pattern a regular expression rather than plain text.
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+# The most characters of a word Absence looks for.
+_LONGEST_WORD = 32
 # Numeric character references (with or without their semicolon), in a page's bytes.
 _NUMERIC_REFERENCE = re.compile(rb"&#(?:[xX][0-9a-fA-F]+|[0-9]+);?")
 # The characters other than ASCII that match an ASCII letter when case is ignored (İ ı ſ K), as
@@ -131,7 +133,9 @@ class Absence:
         words = [word for word in pattern.split() if "<" not in word and "&" not in word]
         if not words:
             return None
-        return cls(max(words, key=len), re.IGNORECASE if ignore_case else 0)
+        # A line holding the word holds its start: the search for pieces of the word runs in time
+        # that grows with the square of the word's length, so a long word is cut.
+        return cls(max(words, key=len)[:_LONGEST_WORD], re.IGNORECASE if ignore_case else 0)
 
     def proven(self, page: PageLike) -> bool:
         """True when no line of ``page`` (any page grep searches) can hold the word."""

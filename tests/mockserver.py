@@ -20,7 +20,8 @@ body is a gzip file, sent as it is: a ``.xml.gz`` sitemap), ``chunked`` (no
 Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
 writes), ``encoding`` (of the body text, utf-8), ``raw`` (text sent as the whole answer, then the
 connection is closed), ``cut`` (close the connection after that many body bytes), ``close``
-(close the connection without answering). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
+(close the connection without answering), ``before`` (a list of pages answered first, one per
+request for the path, before the page itself). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
 ``answering`` (how many requests the server was answering at once, this one included), and
 ``bytes_sent`` is logged on a second line when the body was written.
 """
@@ -68,6 +69,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.answered = answered + 1
         page = self.server.spec.get(self.path)
+        if page is not None and page.get("before"):
+            # Answers given first, one per request, before the page itself.
+            answered_before = self.server.count(self.path)
+            if answered_before < len(page["before"]):
+                page = page["before"][answered_before]
         if page is None:
             page = {"status": 404, "body": "<html><head><title>Not found</title></head>"
                     "<body>not found <a href='/from-404'>home</a></body></html>"}
@@ -126,8 +132,16 @@ class Server(ThreadingHTTPServer):
         self._log = log_path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self.answering = 0
+        self._asked: dict[str, int] = {}
         host_part = f"[{host}]" if ":" in host else host
         self.origin = f"http://{host_part}:{self.server_address[1]}"
+
+    def count(self, path: str) -> int:
+        """How many times ``path`` was asked for before this request."""
+        with self._lock:
+            asked = self._asked.get(path, 0)
+            self._asked[path] = asked + 1
+            return asked
 
     def begin(self) -> int:
         """A request arrived: how many the server is answering now, this one included."""

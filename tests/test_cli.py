@@ -74,7 +74,7 @@ def test_stop_is_a_reason_and_exit_zero(make_site, tmp_path):
     assert report["stopped"] == "max-pages" and report["unvisited"] == [site("/b")]
     assert site.paths() == ["/", "/a"]
     # The summary names the option that would have let the walk go on.
-    assert "sitewalk: 2 pages, " in result.stderr and "; stopped: max-pages — raise --max-pages; " in result.stderr
+    assert "sitewalk: 2 pages, " in result.stderr and "; stopped: max-pages — raise -a max_pages; " in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -198,7 +198,7 @@ def test_default_log_is_progress_and_summary_debug_has_scrapy_s_lines(make_site,
     assert result.returncode == 0, result.stderr
     # Every stderr line is one of sitewalk's: no start-up banner, settings, components or stats.
     loggers = [line.split(" [", 1)[1].split("]", 1)[0] for line in result.stderr.splitlines()]
-    assert loggers == ["sitewalk.state", "sitewalk.state", "sitewalk.extensions"], result.stderr
+    assert loggers == ["sitewalk.budget", "sitewalk.budget", "sitewalk.extensions"], result.stderr
 
     debug = run_cli(*args, "-s", "LOG_LEVEL=DEBUG", cwd=tmp_path)
     assert debug.returncode == 0

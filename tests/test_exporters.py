@@ -1,4 +1,5 @@
-"""Feeds a reader can take back: missing values empty in CSV and XML, CSV lists as JSON arrays."""
+"""Feeds a reader can take back: missing values empty in CSV and XML, CSV lists as JSON arrays, a
+feed appended to continued as one document."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import io
 import json
 import xml.etree.ElementTree as ET
 
-from sitewalk.exporters import CsvItemExporter, XmlItemExporter
+import pytest
+
+from sitewalk.exporters import CsvItemExporter, JsonItemExporter, XmlItemExporter
 from sitewalk.items import Extract, IndexEntry
 from tests.conftest import allow_loopback, run_sitewalk
 
@@ -17,9 +20,11 @@ SITE = {
 }
 
 
-def export(exporter_class, items):
-    output = io.BytesIO()
-    exporter = exporter_class(output)
+def export(exporter_class, items, output=None):
+    output = output or io.BytesIO()
+    output.seek(0, io.SEEK_END)
+    # As a feed builds them: FEED_EXPORT_INDENT is 0.
+    exporter = exporter_class(output, indent=0)
     exporter.start_exporting()
     for item in items:
         exporter.export_item(item)
@@ -46,6 +51,36 @@ def test_xml_missing_values_are_empty_elements():
     assert item.findtext("title") == ""
     (item,) = ET.fromstring(export(XmlItemExporter, [entry("http://x/")]))
     assert item.findtext("found_on") == "http://x/"
+
+
+def read(exporter_class, text):
+    if exporter_class is JsonItemExporter:
+        return [item["url"] for item in json.loads(text)]
+    if exporter_class is CsvItemExporter:
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows[0][0] == "url" and all(row[0] != "url" for row in rows[1:])
+        return [row[0] for row in rows[1:]]
+    return [item.findtext("url") for item in ET.fromstring(text)]
+
+
+def page(url):
+    return IndexEntry(url=url, final_url=url, status=200, byte_count=1, depth=0, content_type=None, title="t", found_on=None)
+
+
+@pytest.mark.parametrize("exporter_class", [JsonItemExporter, CsvItemExporter, XmlItemExporter])
+@pytest.mark.parametrize("before", [[], ["a"], ["a", "b"]])
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_feed_appended_to_is_continued_as_one_document(exporter_class, before, closed):
+    output = io.BytesIO(export(exporter_class, [page(url) for url in before]).encode())
+    if not closed and before:
+        # Killed before the closing was written (and, as the next item began, after JSON's comma).
+        text = output.getvalue()
+        text = text[: text.rfind(b"\n]")] + b",\n" if exporter_class is JsonItemExporter else text.replace(b"</items>", b"<item><u")
+        output = io.BytesIO(text)
+    for more in (["c"], [], ["d", "e"]):
+        export(exporter_class, [page(url) for url in more], output)
+        before = before + more
+        assert read(exporter_class, output.getvalue().decode()) == before
 
 
 def test_feeds_of_a_walk_use_them(make_site, tmp_path):

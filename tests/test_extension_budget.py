@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sitewalk import Page, SeedError, WalkConfig, walk
-from sitewalk.state import Budget
+from sitewalk.budget import Budget
 from tests.conftest import LOOPBACK
 
 
@@ -122,7 +122,8 @@ def test_crawl_delay_can_only_slow_the_walk(make_site, delay, crawl_delay, expec
     run(site("/"), delay=delay)
     gaps = request_gaps(site)
     assert len(gaps) == 2
-    assert min(gaps) >= expected_gap - 0.01
+    # As the server saw them: the network's jitter under load can take a few ms off a gap.
+    assert min(gaps) >= expected_gap - 0.03
     if crawl_delay < delay:
         return
     # The robots delay really is applied, not just the walk's own.
@@ -160,7 +161,7 @@ def test_time_left_is_the_deadline_when_the_queue_outlasts_it():
 def test_progress_line(caplog):
     budget = Budget(WalkConfig(seed="http://site.test/", max_pages=20, max_depth=2), queued=lambda: 30)
     budget.resume(10, 1_234_567, 5.0)
-    with caplog.at_level("INFO", logger="sitewalk.state"):
+    with caplog.at_level("INFO", logger="sitewalk.budget"):
         budget.log_progress()
     (line,) = caplog.messages
     assert line.startswith("progress: pages 10/20, depth 0/2, 1.2 MB/20 MB, elapsed 5.0s/60s, 2.0 pages/s, 30 queued, about 5.0s left (max-pages)")

@@ -25,7 +25,8 @@ PAGE = ("<!DOCTYPE html><html><head><title>Tasks</title></head><body>"
         f"<main>{ARTICLE}</main><footer>Copyright footer</footer></body></html>")
 SITE = {
     "/": {"body": PAGE},
-    "/other": {"body": "<html><body><div class='sphinxsidebar'>Side</div><div class='body'><p>Other body</p>"
+    "/other": {"body": "<html><body><div class='sphinxsidebar' role='navigation'><a href='/'>Side</a></div>"
+                       "<div class='body'><p>Other body</p>"
                        "</div><div class='footer'>Foot</div></body></html>"},
     "/notes.txt": {"content_type": "text/plain", "body": "  plain\ttext\n"},
     "/logo.png": {"content_type": "image/png", "body": "PNG"},
@@ -47,7 +48,7 @@ def test_markdown_holds_the_heading_list_table_link_and_indented_code(make_site,
     site, items = index(make_site, tmp_path, "-a", "content=markdown")
     markdown = items[""]["content"]
     assert "# Tasks\n" in markdown and "¶" not in markdown
-    assert "Run *many* things, see [the other page](/other)." in markdown
+    assert f"Run *many* things, see [the other page]({site('/other')})." in markdown
     assert "- first point\n- second point" in markdown
     assert re.search(r"\| name +\| meaning +\|\n\| -+ \| -+ \|\n\| gather \| wait for all \|", markdown)
     assert "```\nasync with group:\n    task = start()\n```" in markdown
@@ -67,13 +68,75 @@ def test_main_content_keeps_the_article_and_drops_navigation_header_and_footer(m
         assert gone not in markdown
 
 
+# Targets as pages write them: relative, root-relative, a query only, up a directory, to a place
+# on this page, to a place on another page, to the page itself with its query, off the site.
+LINKS = """<main><h1>Links</h1>
+<p><a href="sibling.html">a sibling</a> <a href="/top">the top</a> <a href="?page=2">page two</a>
+<a href="../up.html">up</a> <a href="#usage">usage</a> <a href="sibling.html#x">x on the sibling</a>
+<a href="page.html?v=1#usage">usage again</a> <a href="https://example.org/">elsewhere</a>
+<a href="mailto:ops@example.org">mail</a></p>
+<p><img src="img/logo.png" alt="logo"> <img src="//cdn.example.org/i.png" alt="cdn"></p>
+<h2 id="usage">Usage</h2></main>"""
+
+
+@pytest.mark.parametrize("main", ["true", "false"])
+def test_markdown_link_and_image_targets_are_absolute_and_same_page_places_stay_fragments(make_site, tmp_path, main):
+    # The seed redirects: targets resolve against the page's final URL, not the URL asked for.
+    site = make_site({"/docs/": {"status": 302, "headers": {"Location": "/docs/guide/page.html?v=1"}},
+                      "/docs/guide/page.html?v=1": {"body": f"<html><body>{LINKS}</body></html>"}})
+    result = run_cli("-a", f"seed={site('/docs/')}", "-a", "max_depth=0", "-a", "content=markdown",
+                     "-a", f"main_content={main}", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (item,) = map(json.loads, (tmp_path / "pages.jsonl").read_text().splitlines())
+    markdown, guide = item["content"], site("/docs/guide/")
+    for expected in (f"[a sibling]({guide}sibling.html)", f"[the top]({site('/top')})",
+                     f"[page two]({guide}page.html?page=2)", f"[up]({site('/docs/up.html')})", "[usage](#usage)",
+                     f"[x on the sibling]({guide}sibling.html#x)", "[usage again](#usage)",
+                     "[elsewhere](https://example.org/)", "[mail](mailto:ops@example.org)",
+                     f"![logo]({guide}img/logo.png)", "![cdn](http://cdn.example.org/i.png)"):
+        assert expected in markdown
+    assert site.paths() == ["/docs/", "/docs/guide/page.html?v=1"]
+
+
+def test_targets_resolve_against_the_base_href_and_a_place_on_another_document_is_absolute(make_site, tmp_path):
+    site = make_site({"/a/page.html": {"head": '<base href="/b/">', "title": "Based",
+                                       "body": '<a href="next.html">next</a> <a href="#top">top</a> <img src="i.png" alt="i">'}})
+    pages = []
+    walk(site("/a/page.html"), max_depth=0, delay=0, on_page=pages.append, settings=LOOPBACK)
+    markdown = pages[0].content("markdown")
+    # With a base, "#top" is a place in the base's document, as a browser follows it.
+    for expected in (f"[next]({site('/b/next.html')})", f"[top]({site('/b/')}#top)", f"![i]({site('/b/i.png')})"):
+        assert expected in markdown
+
+
+CODE = """<main><h1>Code</h1>
+<div class="highlight-python3 notranslate"><div class="highlight"><pre><span class="k">import</span> os</pre></div></div>
+<div class="highlight-default notranslate"><div class="highlight"><pre>plain = True</pre></div></div>
+<pre><code class="language-rust">fn main() {}</code></pre>
+<pre class="lang-sql">SELECT 1;</pre>
+<div class="sourceCode" id="cb1"><pre class="sourceCode haskell"><code class="sourceCode haskell">main = pure ()</code></pre></div>
+<pre><code class="hljs">no language</code></pre></main>"""
+
+
+def test_code_fences_carry_the_language_the_page_names(make_site, tmp_path):
+    site = make_site({"/": {"body": f"<html><body>{CODE}</body></html>"}})
+    result = run_cli("-a", f"seed={site('/')}", "-a", "content=markdown", "-a", "main_content=true",
+                     "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (item,) = map(json.loads, (tmp_path / "pages.jsonl").read_text().splitlines())
+    markdown = item["content"]
+    for fence in ("```python3\nimport os\n```", "```\nplain = True\n```", "```rust\nfn main() {}\n```",
+                  "```sql\nSELECT 1;\n```", "```haskell\nmain = pure ()\n```", "```\nno language\n```"):
+        assert fence in markdown
+
+
 def test_text_is_one_line_per_block_with_pre_indentation(make_site, tmp_path):
     _, items = index(make_site, tmp_path, "-a", "content=text", "-a", "main_content=true")
     assert items[""]["content"] == "\n".join([
         "Tasks", "Run many things, see the other page.", "first point", "second point", "name meaning",
         "gather wait for all", "async with group:", "    task = start()",
     ])
-    # A page without <main>: Sphinx's div.body is its main part.
+    # A page without <main>: the body less its navigation and the furniture that ends it.
     assert items["other"]["content"] == "Other body"
 
 

@@ -3,11 +3,15 @@ and with JOBDIR the same command goes on, fetching again at most the page in fli
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import allow_loopback, run_cli, start_cli, wait_for_pages
 
@@ -20,9 +24,9 @@ SITE = {
 ORDER = ["/"] + [f"/p{i}" for i in range(PAGES)] + [f"/p{i}/child" for i in range(PAGES)]
 
 
-def walk_args(site: Any, *extra: str) -> list[str]:
+def walk_args(site: Any, *extra: str, feed: str = "pages.jsonl") -> list[str]:
     return ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "max_pages=100", "-a", "delay=0.1",
-            "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback(), *extra]
+            "-a", "report=r.json", "-O", feed, "-s", "JOBDIR=job", *allow_loopback(), *extra]
 
 
 def kill_after(pages: int, site: Any, args: list[str], cwd: Path) -> None:
@@ -37,6 +41,23 @@ def kill_after(pages: int, site: Any, args: list[str], cwd: Path) -> None:
 def feed_urls(path: Path) -> list[str]:
     """The URLs of a feed's items; every line must be a whole JSON object."""
     return [json.loads(line)["url"] for line in path.read_text().splitlines()]
+
+
+def read_feed(path: Path) -> list[str]:
+    """The URLs of the items of a feed in any format, read as a reader of that format reads it:
+    the file must be one valid document (CSV: one header row)."""
+    if path.suffix == ".json":
+        return [item["url"] for item in json.loads(path.read_text())]
+    if path.suffix == ".csv":
+        with path.open(newline="") as file:
+            rows = list(csv.reader(file))
+        assert rows[0][0] == "url" and all(row[0] != "url" for row in rows[1:])
+        return [row[0] for row in rows[1:]]
+    if path.suffix == ".xml":
+        root = ET.parse(path).getroot()
+        assert root.tag == "items"
+        return [item.findtext("url") or "" for item in root]
+    return feed_urls(path)
 
 
 def assert_whole_walk(site: Any, cwd: Path, refetched_at_most: int) -> None:
@@ -102,6 +123,27 @@ def test_a_finished_walk_goes_on_with_a_larger_max_depth_or_max_pages(make_site,
     deeper = run_cli(*walk_args(site), cwd=tmp_path)
     assert deeper.returncode == 0, deeper.stderr
     assert_whole_walk(site, tmp_path, refetched_at_most=0)
+
+
+@pytest.mark.parametrize("feed", ["pages.jsonl", "pages.json", "pages.csv", "pages.xml"])
+def test_every_feed_format_killed_twice_and_resumed_is_one_valid_file_with_each_page_once(make_site, tmp_path, feed):
+    site = make_site(SITE)
+    args = walk_args(site, feed=feed)
+    kill_after(5, site, args, tmp_path)
+    kill_after(12, site, args, tmp_path)
+    again = run_cli(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert read_feed(tmp_path / feed) == [site(path) for path in ORDER]
+
+
+@pytest.mark.parametrize("feed", ["pages.jsonl", "pages.json", "pages.csv", "pages.xml"])
+def test_every_feed_format_of_a_finished_walk_goes_on_as_one_valid_file(make_site, tmp_path, feed):
+    site = make_site(SITE)
+    for max_pages in ("3", "8", "8", "100"):
+        result = run_cli(*walk_args(site, "-a", f"max_pages={max_pages}", feed=feed), cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert read_feed(tmp_path / feed) == [site(path) for path in ORDER[: int(max_pages)]]
+    assert site.paths() == ORDER
 
 
 def test_a_jobdir_of_another_seed_is_refused_and_nothing_is_touched(make_site, tmp_path):

@@ -21,7 +21,7 @@ from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments, check_run
 from sitewalk.exceptions import SitewalkError
 from sitewalk.extensions import WalkReport
-from sitewalk.hints import CLI, COMMAND, Surface
+from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -68,10 +68,12 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)
             return
         assert self.settings is not None
+        # A scrapyd job (scrapyd gives it _job) takes its arguments and settings as parameters.
+        surface = SCRAPYD if "_job" in opts.spargs else self.surface
         # Before the crawler exists: nothing is requested and no feed file is opened (or truncated).
         try:
-            config = WalkConfig.from_mapping(opts.spargs, self.surface)
-            check_run(config, self.settings, self.surface)
+            config = WalkConfig.from_mapping(opts.spargs, surface)
+            check_run(config, self.settings, surface)
             jobs.check_jobdir(self.settings, config.seed)
         except SitewalkError as exc:
             print(f"sitewalk: error: {exc}", file=sys.stderr)
@@ -79,7 +81,7 @@ class Command(ScrapyCrawlCommand):
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler("sitewalk")
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.crawl(crawler, **opts.spargs, surface=surface)
         _Interrupt(crawler).install_when_running()
         self.crawler_process.start(install_signal_handlers=False)
         walk = getattr(crawler.spider, "walk", None)
@@ -87,7 +89,7 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif walk.results.seed_error is not None:
             url, failed = walk.results.seed_error
-            message = failed.seed_message(url, self.surface)
+            message = failed.seed_message(url, surface)
             if crawler.settings.get("LOG_FILE"):
                 # A log file (scrapyd's job log) would not show the line printed to stderr.
                 logger.error("sitewalk: error: %s", message)

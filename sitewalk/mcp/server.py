@@ -34,6 +34,7 @@ from sitewalk.mcp.text import (
     seed_error,
     size,
 )
+from sitewalk.patterns import MAX_LENGTH
 
 __all__ = ["build_server"]
 
@@ -210,7 +211,9 @@ def _param(name: str, maximum: float | None = None) -> Any:
     if maximum is not None:
         default = min(default, maximum)
     description = spec.help[0].upper() + spec.help[1:] + "."
-    return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum)
+    # A pattern's length is bounded like the walk bounds it (sitewalk.patterns).
+    length = MAX_LENGTH if name in ("include", "exclude") else None
+    return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum, max_length=length)
 
 
 def _walk_options(options: ServerOptions) -> dict[str, Any]:
@@ -347,8 +350,10 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         pattern: str | None = Field(
             default=None,
             min_length=1,
-            description="Python regular expression (or plain text with fixed_strings) searched for in each "
-            "page's visible text, line by line. Required unless cursor is given.",
+            max_length=MAX_LENGTH,
+            description="Regular expression in RE2 syntax (Python's, without look-around or backreferences), or "
+            "plain text with fixed_strings, searched for in each page's visible text, line by line. Required "
+            "unless cursor is given.",
         ),
         cursor: str | None = _cursor(),
         max_matches: int = _param("max_matches", options.max_matches),

@@ -11,7 +11,7 @@ from mcp.types import CallToolResult, TextContent
 
 from sitewalk.failures import Failed
 from sitewalk.hints import Surface
-from sitewalk.items import Match, Report, human_bytes
+from sitewalk.items import Match, Report, count, human_bytes
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -143,10 +143,6 @@ def _stop_notice(report: Report, budgets: dict[str, float], options: ServerOptio
 
 def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _examples(urls: Sequence[str]) -> str:

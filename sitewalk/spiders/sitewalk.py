@@ -11,7 +11,8 @@ from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.gate import TICKET, Dropped, Ticket
-from sitewalk.items import Page, media_type
+from sitewalk.hints import CLI, SCRAPYD
+from sitewalk.items import Page, count, media_type
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
 from sitewalk.sitemaps import Sitemaps
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
+
+    from sitewalk.hints import Surface
 
 __all__ = ["SitewalkSpider"]
 
@@ -44,14 +47,19 @@ class SitewalkSpider(Spider):
     name = "sitewalk"
 
     def __init__(
-        self, *args: Any, on_page: Callable[[Page], Any] | None = None, on_page_stops: bool = True, **kwargs: Any
+        self, *args: Any, on_page: Callable[[Page], Any] | None = None, on_page_stops: bool = True,
+        surface: Surface | None = None, **kwargs: Any
     ) -> None:
         super().__init__()
         # The API hands over the config it checked; -a arguments (strings) are checked here.
         given = kwargs.get("config")
-        config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs)
-        self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=kwargs.get("_job"))
-        self._reader = Reader(lines=config.consumer == "grep", content=config.content, main=config.main_content)
+        job = kwargs.get("_job")
+        # How messages spell what to change: the front end's (the API, the commands), or a
+        # scrapyd job's parameters, else scrapy crawl's -a and -s.
+        surface = surface or (SCRAPYD if job else CLI)
+        config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
+        self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=job, surface=surface)
+        self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
 
@@ -80,7 +88,7 @@ class SitewalkSpider(Spider):
         # requests a callback yields, and the walk's come from here. REFERER_ENABLED switches it off.
         referer = self.crawler.settings.getbool("REFERER_ENABLED")
         if walk.resumed:
-            self.logger.info("resuming the walk in JOBDIR: %d pages fetched, %d queued", walk.budget.pages, len(frontier))
+            self.logger.info("resuming the walk in JOBDIR: %s fetched, %d queued", count(walk.budget.pages, "page"), len(frontier))
         else:
             frontier.add_seed(walk.config.seed)
         sitemaps = self._sitemaps
@@ -116,8 +124,9 @@ class SitewalkSpider(Spider):
             yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
         # The requests in flight are the budget's: their pages go through, and their links tell
         # whether the stop left anything unfetched (as they do one request at a time).
-        await gate.idle()
-        stopped = walk.stopped(reason)
+        await gate.drained()
+        # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
+        stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
             await self.crawler.engine.close_spider_async(reason=stopped)
 
@@ -198,7 +207,7 @@ class SitewalkSpider(Spider):
             content=successful, encoding=None if utf8 else page.encoding,
         )
         config = walk.config
-        content = (config.content or "", config.main_content, read.content) if read.content is not None else None
+        content = (config.read_content or "", config.main_content, read.content) if read.content is not None else None
         page.add_reading(read.title, read.lines, tree, read.links, content)
         return read.links
 
@@ -223,6 +232,7 @@ class SitewalkSpider(Spider):
                 return
         cut = walk.budget.cut_off(failure, request)
         if cut is not None:
+            self.logger.info("%s %s: stopping the walk", url, cut[1])
             walk.stop(cut[0], left_unfetched=True)
             if cut[0] == "max-bytes":
                 walk.gate.cut(after=ticket.number)

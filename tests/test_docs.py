@@ -1,7 +1,9 @@
-"""Every command of the README, run as written against a local site (its URL and port substituted)."""
+"""Every command of the README and of each docs/ page, run as written against a local site (its URL
+and port substituted); and a check that no page has a command block no test runs."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import os
@@ -10,15 +12,24 @@ import signal
 import subprocess
 import sys
 import tomllib
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pytest
+from junitparser import JUnitXml
 
 from tests.conftest import LOOPBACK, ROOT, clean_environment, wait_for_pages
 from tests.test_scrapyd import _free_port, _project_files, _wait_until
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README and the docs site's pages, as paths relative to the checkout.
+PAGES = ["README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md"))]
+# Fenced blocks in these languages are commands or code, and a test must run each of them; blocks
+# in the others are what the pages show (output, config files). A page uses no other language.
+RUN = {"sh", "python"}
+SHOWN = {"json", "toml", "ini", "yaml"}
 BIN = Path(sys.executable).parent
-# The README's placeholder site, replaced by the local test site's URL.
+# The docs' placeholder site, replaced by the local test site's URL.
 DOCS = "https://docs.example.com/"
 ALLOW = f"SITEWALK_GUARD_ALLOW_NETWORKS={LOOPBACK['SITEWALK_GUARD_ALLOW_NETWORKS']}"
 
@@ -31,20 +42,37 @@ SITE = {
 }
 
 
-def section(title: str) -> str:
-    """The text under the heading ``title`` (any level), up to the next heading of its level or above."""
-    lines, level, fenced = [], None, False
-    for line in README.splitlines(keepends=True):
+@cache
+def lines_of(page: str) -> list[str]:
+    return (ROOT / page).read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+@cache
+def headings(page: str) -> list[tuple[int, int, str]]:
+    """``(line index, level, title)`` of each heading of ``page``, code blocks skipped."""
+    found, fenced = [], False
+    for number, line in enumerate(lines_of(page)):
         heading = None if fenced else re.match(r"(#+) (.*)\n", line)
         fenced ^= line.startswith("```")
-        if heading and level is not None and len(heading.group(1)) <= level:
-            break
-        if level is not None:
-            lines.append(line)
-        elif heading and heading.group(2) == title:
-            level = len(heading.group(1))
-    assert level is not None, f"README has no section {title!r}"
-    return "".join(lines)
+        if heading:
+            found.append((number, len(heading.group(1)), heading.group(2)))
+    return found
+
+
+def span(page: str, title: str) -> range:
+    """The lines under the heading ``title`` (any level), up to the next heading of its level or above."""
+    marks = headings(page)
+    for position, (number, level, text) in enumerate(marks):
+        if text == title:
+            end = next((other for other, depth, _ in marks[position + 1:] if depth <= level), len(lines_of(page)))
+            return range(number + 1, end)
+    raise AssertionError(f"{page} has no section {title!r}")
+
+
+def section(page: str, title: str) -> str:
+    """The text of ``page``'s section ``title``. Tests call it with literal arguments: that is how
+    test_every_command_is_run knows which sections they run."""
+    return "".join(lines_of(page)[line] for line in span(page, title))
 
 
 def blocks(text: str, language: str = "sh") -> list[str]:
@@ -79,19 +107,85 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def code_blocks(page: str) -> list[tuple[int, str]]:
+    """``(line index, language)`` of each fenced block of ``page``."""
+    found, fenced = [], False
+    for number, line in enumerate(lines_of(page)):
+        if line.startswith("```") and not fenced:
+            found.append((number, line[3:].strip()))
+        fenced ^= line.startswith("```")
+    return found
+
+
+def sections_run() -> set[tuple[str, str]]:
+    """The ``(page, title)`` of each ``section(page, title)`` call in this module's tests."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    return {
+        (node.args[0].value, node.args[1].value) for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "section"
+        and len(node.args) == 2 and all(isinstance(arg, ast.Constant) for arg in node.args)
+    }
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_command_is_run(page):
+    """Each command block of ``page`` lies in a section a test reads; the test takes every command of
+    its section (unpacking them), so a command added to a run section fails that test instead."""
+    read = [span(page, title) for name, title in sections_run() if name == page]
+    blocks_here = code_blocks(page)
+    assert {language for _, language in blocks_here} <= RUN | SHOWN, f"{page}: a code block needs a language of {sorted(RUN | SHOWN)}"
+    unrun = [lines_of(page)[number].strip() + f" at line {number + 1}" for number, language in blocks_here
+             if language in RUN and not any(number in lines for lines in read)]
+    assert unrun == [], f"{page} has command blocks no test in tests/test_docs.py runs"
+
+
+def test_readme_is_short_and_links_every_docs_page():
+    assert {"docs/index.md", "docs/command.md", "docs/mcp.md"} <= set(PAGES)
+    readme = "".join(lines_of("README.md"))
+    # The README is an introduction: the rest is in docs/, every page of which it links to.
+    assert len(lines_of("README.md")) <= 200
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", readme))
+    assert linked == set(PAGES) - {"README.md"}
+    assert all((ROOT / path).is_file() for path in linked)
+
+
 def test_set_up_is_two_commands_and_ci_runs_the_second():
-    setup = blocks(section("Set up"))
+    setup = blocks(section("README.md", "Set up"))
     assert setup == [
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/sitewalk-example\n",
-        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q\n',
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 4\n',
     ]
-    # The first one's walk is tests/test_example.py's; CI installs and tests as the second says.
+    # The first one's walk is tests/test_example.py's; CI installs and tests as the second says,
+    # listing the slowest tests too.
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci and ci.rstrip().endswith(".venv/bin/python -m pytest -q")
+    assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci
+    assert ci.rstrip().endswith(".venv/bin/python -m pytest -q -n 4 --durations=15")
 
 
-def test_usage(make_site, tmp_path):
-    index, csv_walk, scrapy_walk = commands(section("Usage"))
+def test_readme_three_walks(make_site, tmp_path):
+    index, grep, content = commands(section("README.md", "Three walks"))
+    site = make_site(SITE)
+    result = run(on_site(index, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [item["url"] for item in jsonl(tmp_path / "pages.jsonl")] == [site(p) for p in ("/", "/api", "/guide", "/guide/old")]
+    assert site.paths() == ["/", "/api", "/guide", "/guide/old"]
+
+    site = make_site(SITE)
+    result = run(on_site(grep, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [(m["url"], m["text"]) for m in jsonl(tmp_path / "matches.jsonl")] == [
+        (site("/api"), "FIXME: the deprecation of v1"), (site("/guide"), "This option is Deprecated."),
+    ]
+
+    site = make_site(SITE)
+    result = run(on_site(content, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = jsonl(tmp_path / "pages.jsonl")
+    assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
+
+
+def test_walk_a_site(make_site, tmp_path):
+    index, csv_walk, scrapy_walk = commands(section("docs/command.md", "Walk a site"))
     site = make_site(SITE)
     result = run(on_site(index, site), tmp_path)
     assert result.returncode == 0, result.stderr
@@ -113,7 +207,7 @@ def test_usage(make_site, tmp_path):
 
 
 def test_grep(make_site, tmp_path):
-    words, literal = commands(section("grep: search the text of a site"))
+    words, literal = commands(section("docs/consumers.md", "grep: search the text of a site"))
     site = make_site(SITE)
     result = run(on_site(words, site), tmp_path)
     assert result.returncode == 0, result.stderr
@@ -127,7 +221,7 @@ def test_grep(make_site, tmp_path):
 
 
 def test_extract(make_site, tmp_path):
-    titles, links = commands(section("extract: pull values out of every page"))
+    titles, links = commands(section("docs/consumers.md", "extract: pull values out of every page"))
     site = make_site(SITE)
     result = run(on_site(titles, site), tmp_path)
     assert result.returncode == 0, result.stderr
@@ -137,12 +231,12 @@ def test_extract(make_site, tmp_path):
     assert result.returncode == 0, result.stderr
     with (tmp_path / "links.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    # The README's word: a CSV list cell is a JSON array.
+    # The page's word: a CSV list cell is a JSON array.
     assert [(row["url"], json.loads(row["values"])) for row in rows] == [(site("/"), [site.url])]
 
 
 def test_config_file(make_site, tmp_path):
-    text = section("A walk config file")
+    text = section("docs/command.md", "A walk config file")
     (toml,) = blocks(text, "toml")
     (command,) = commands(text)
     site = make_site(SITE)
@@ -158,7 +252,7 @@ def test_config_file(make_site, tmp_path):
 
 
 def test_resume(make_site, tmp_path):
-    (command,) = commands(section("Resuming a long walk"))
+    (command,) = commands(section("docs/resume.md", "Resume a walk"))
     spec = {"/": {"links": [f"/p{i}" for i in range(12)]}, **{f"/p{i}": {"title": f"P{i}"} for i in range(12)}}
     site = make_site(spec)
     walk = subprocess.Popen(["bash", "-c", "exec " + on_site(command, site)], cwd=tmp_path, env=environment(),
@@ -174,7 +268,7 @@ def test_resume(make_site, tmp_path):
 
 
 def test_security(make_site, tmp_path):
-    intranet, loopback = commands(section("Security: the address guard"))
+    intranet, loopback = commands(section("docs/security.md", "Allowing a network"))
     site = make_site(SITE)
     # Allowing 10.0.0.0/8 does not open loopback: the seed is refused, before any request.
     result = run(intranet.replace("http://docs.intranet/", site("/")), tmp_path)
@@ -195,7 +289,7 @@ def test_scrapyd_node_requirements_are_pyproject_s():
     assert listed == scrapyd_pins + project["dependencies"]
 
 
-# -- Running on scrapyd: two local nodes, set up, deployed to and scheduled on as the README says --
+# -- Running on scrapyd: two local nodes, set up, deployed to and scheduled on as docs/scrapyd.md says --
 
 SCRAPYD_SITE = {"/": {"title": "Home", "links": ["/a"]}, "/a": {"title": "A", "links": ["/b"]}, "/b": {"title": "B"}}
 # Generous bounds on waiting for scrapyd and its jobs; a healthy run takes a fraction of them.
@@ -240,7 +334,7 @@ def _install_from_this_environment(venv: Path, requirements: Path) -> None:
 
 
 class _Node:
-    """A scrapyd node as the README sets one up: its directory stands for /srv/scrapyd."""
+    """A scrapyd node as docs/scrapyd.md sets one up: its directory stands for /srv/scrapyd."""
 
     def __init__(self, root: Path, conf: str) -> None:
         self.root = root
@@ -273,7 +367,7 @@ class _Node:
         _wait_until(ready, NODE_TIMEOUT, f"scrapyd in {self.root}")
 
     def items(self, job: str) -> list[dict[str, Any]]:
-        """The job's items, once it has finished, from the items_dir the README's scrapyd.conf sets."""
+        """The job's items, once it has finished, from the items_dir the page's scrapyd.conf sets."""
         def finished() -> bool:
             return any(entry["id"] == job for entry in self.get("listjobs.json", project="sitewalk")["finished"])
 
@@ -289,7 +383,7 @@ class _Node:
 
 def _checkout(destination: Path) -> Path:
     """A clean checkout's deployable files, committed in a git repository of their own, with the
-    project's guard setting allowing loopback (as the README says to do for a private network)."""
+    project's guard setting allowing loopback (as docs/scrapyd.md says to do for a private network)."""
     for name in [*_project_files(), "scrapyd-node-requirements.txt"]:
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -305,7 +399,7 @@ def _checkout(destination: Path) -> Path:
 
 
 def test_running_on_scrapyd(make_site, tmp_path):
-    node_text = section("A node")
+    node_text = section("docs/scrapyd.md", "A node")
     make_venv, install, start = [line for line in commands(node_text)]
     (conf,) = blocks(node_text, "ini")
     assert not [line for line in conf.splitlines() if ";" in line], "scrapyd reads an inline ; as part of the value"
@@ -331,14 +425,14 @@ def test_running_on_scrapyd(make_site, tmp_path):
         # Deploy to one node: scrapy.cfg's own target, its port the local node's.
         cfg = checkout / "scrapy.cfg"
         cfg.write_text(cfg.read_text().replace("localhost:6800", f"localhost:{nodes[0].port}"))
-        for command in commands(section("Deploy to one node")):
+        for command in commands(section("docs/scrapyd.md", "Deploy to one node")):
             result = run(command, checkout, **offline)
             assert result.returncode == 0, result.stdout + result.stderr
         assert '"status": "ok"' in result.stdout
 
         # Run a walk, then cancel it (finished by then: scrapyd says so, and nothing breaks).
         site = make_site(SCRAPYD_SITE)
-        schedule, cancel = [line for line in commands(section("Run a walk")) if not line.startswith("#")]
+        schedule, cancel = [line for line in commands(section("docs/scrapyd.md", "Run a walk")) if not line.startswith("#")]
         port = f"localhost:{nodes[0].port}"
         result = run(schedule.replace("localhost:6800", port).replace("https://example.com/", site("/")), checkout)
         answer = json.loads(result.stdout)
@@ -347,8 +441,8 @@ def test_running_on_scrapyd(make_site, tmp_path):
         result = run(cancel.replace("localhost:6800", port).replace("6487ec79...", answer["jobid"]), checkout)
         assert json.loads(result.stdout)["status"] == "ok"
 
-        # A fleet: scrapy.cfg as the README writes it, the egg built once and deployed to both nodes.
-        fleet = section("Many walks over a fleet of nodes")
+        # A fleet: scrapy.cfg as the page writes it, the egg built once and deployed to both nodes.
+        fleet = section("docs/scrapyd.md", "Many walks over a fleet of nodes")
         (targets,) = blocks(fleet, "ini")
         for number, node in enumerate(nodes, 1):
             targets = targets.replace(f"node{number}.internal:6800", f"127.0.0.1:{node.port}")
@@ -377,17 +471,17 @@ def test_python_api(make_site, monkeypatch, capsys):
 
     import sitewalk
 
-    (code,) = blocks(section("Python API"), "python")
+    (code,) = blocks(section("docs/api.md", "walk()"), "python")
     site = make_site(SITE)
-    # The README's call, its site's loopback address allowed (a setting the API takes in settings=).
+    # The page's call, its site's loopback address allowed (a setting the API takes in settings=).
     monkeypatch.setattr(sitewalk, "walk", functools.partial(sitewalk.walk, settings=LOOPBACK))
-    exec(compile(code.replace(DOCS, site("/")), "README.md", "exec"), {})
+    exec(compile(code.replace(DOCS, site("/")), "docs/api.md", "exec"), {})
     assert capsys.readouterr().out == "3 None []\n"
     assert site.paths() == ["/", "/api", "/guide"]
 
 
-def test_content_and_scope(make_site, tmp_path):
-    content, scope, sitemap = commands(section("What a walk delivers and where it goes"))
+def test_content(make_site, tmp_path):
+    content, save = commands(section("docs/content.md", "Content of a page"))
     site = make_site(SITE)
     result = run(on_site(content, site), tmp_path)
     assert result.returncode == 0, result.stderr
@@ -395,12 +489,33 @@ def test_content_and_scope(make_site, tmp_path):
     assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
 
     site = make_site(SITE)
+    result = run(on_site(save, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    saved = tmp_path / "docs-site"
+    assert (saved / "index.md").read_text().startswith("# Docs\n\nTODO: write the intro")
+    assert (saved / "guide.md").read_text().startswith("# Guide\n")
+    assert (saved / "llms.txt").read_text().startswith(f"# Docs\n\n> TODO: write the intro\n\n## Pages\n\n- [Docs]({site('/')})")
+    assert "Source: " + site("/api") in (saved / "llms-full.txt").read_text()
+
+    (links,) = commands(section("docs/content.md", "Links of a page"))
+    site = make_site(SITE)
+    result = run(on_site(links, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Every page lists its links, followed or not (/guide/old is beyond max_depth).
+    assert [item["links"] for item in jsonl(tmp_path / "pages.jsonl")] == [
+        [site("/api"), site("/guide")], [], [site("/guide/old")],
+    ]
+    assert site.paths() == ["/", "/api", "/guide"]
+
+
+def test_scope(make_site, tmp_path):
+    scope, sitemap = commands(section("docs/rules.md", "Scope: include, exclude, no_parent, sitemap"))
+    site = make_site({**SITE, "/": {**SITE["/"], "links": ["/guide", "/old", "/api"]}, "/old": {"title": "Old"}})
     result = run(on_site(scope, site), tmp_path)
     assert result.returncode == 0, result.stderr
-    # /guide/old is excluded; every page lists its links.
+    # /old is excluded.
     assert site.paths() == ["/", "/api", "/guide"]
-    items = jsonl(tmp_path / "pages.jsonl")
-    assert items[2]["links"] == [site("/guide/old")]
+
     site = make_site({**SITE, "/robots.txt": {"content_type": "text/plain", "body": "Sitemap: {origin}/map.xml\n"},
                       "/map.xml": {"content_type": "application/xml", "body": (
                           '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
@@ -409,3 +524,70 @@ def test_content_and_scope(make_site, tmp_path):
     result = run(on_site(sitemap, site), tmp_path)
     assert result.returncode == 0, result.stderr
     assert site.paths() == ["/", "/map.xml", "/api", "/guide", "/orphan"]
+
+
+
+def test_concurrency(make_site, tmp_path):
+    (several,) = commands(section("docs/rules.md", "Several requests in flight"))
+    site = make_site(SITE)
+    result = run(on_site(several, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    # The walk one request at a time gives: same pages, same order.
+    alone = make_site(SITE)
+    (tmp_path / "single").mkdir()
+    single = run(on_site(several.replace("--concurrency 8", "--concurrency 1"), alone), tmp_path / "single")
+    assert single.returncode == 0, single.stderr
+    assert [item["url"].replace(site.url, "") for item in jsonl(tmp_path / "pages.jsonl")] == \
+        [item["url"].replace(alone.url, "") for item in jsonl(tmp_path / "single" / "pages.jsonl")]
+
+
+# docs/report.md, against a local site with known broken links.
+REPORT_SITE = {
+    "/": {"title": "Docs", "links": ["/guide", "/api", "/gone"]},
+    "/guide": {"title": "Guide", "links": ["/gone", "/guide/old"]},
+    "/api": {"title": "API", "links": ["/gone"]},
+    "/guide/old": {"title": "Old guide", "links": ["/api/v1"]},
+}
+
+
+def test_report_the_html_report_command(make_site, tmp_path):
+    (html_walk,) = commands(section("docs/report.md", "The HTML report"))
+    site = make_site(REPORT_SITE)
+    result = run(on_site(html_walk, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert site.paths() == ["/", "/guide", "/api", "/gone", "/guide/old", "/api/v1"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [(row["url"], row["inlinks"]) for row in report["broken_links"]] == [(site("/gone"), 3), (site("/api/v1"), 1)]
+    text = (tmp_path / "walk.html").read_text(encoding="utf-8")
+    assert "Broken links (2)" in text and "<script>" in text
+
+
+def test_report_the_ci_commands(make_site, tmp_path):
+    text = section("docs/report.md", "Broken links in CI")
+    ci_walk, scrapy_walk = commands(text)
+    # The workflow's step runs the command the page shows (and this test runs).
+    assert re.search(r"^  run: (.*)$", blocks(text, "yaml")[0], re.MULTILINE).group(1) == ci_walk
+    site = make_site(REPORT_SITE)
+    result = run(on_site(ci_walk, site), tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert JUnitXml.fromfile(str(tmp_path / "links.xml")).failures == 4
+    assert len(site.paths()) == 6
+
+    site = make_site(REPORT_SITE)
+    result = run(on_site(scrapy_walk, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert JUnitXml.fromfile(str(tmp_path / "links.xml")).failures == 4
+    assert "Broken links (2)" in (tmp_path / "walk.html").read_text(encoding="utf-8")
+    assert len(site.paths()) == 6
+
+
+def test_report_the_python_example(make_site, tmp_path, capsys, monkeypatch):
+    (code,) = blocks(section("docs/report.md", "Broken links in CI"), "python")
+    site = make_site(REPORT_SITE)
+    monkeypatch.chdir(tmp_path)
+    # As written, but at the local site and with its loopback address allowed.
+    local = code.replace(DOCS, site("/")).replace("html_report=", f"settings={LOOPBACK!r}, delay=0, html_report=")
+    exec(compile(local, "docs/report.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [f"{site('/gone')} HTTP 404 Not Found linked from 3 pages",
+                                                    f"{site('/api/v1')} HTTP 404 Not Found linked from 1 pages"]
+    assert (tmp_path / "walk.html").exists()
