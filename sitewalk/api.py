@@ -161,7 +161,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     from sitewalk.spiders.sitewalk import SitewalkSpider
 
     settings = _settings(call.settings)
-    jobs.check_jobdir(settings, call.config.seed)
+    jobs.check_jobdir(settings, call.config)
     _install_resolver(settings)
     runner = AsyncCrawlerRunner(settings)
     crawler = runner.create_crawler(SitewalkSpider)

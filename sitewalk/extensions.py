@@ -195,7 +195,7 @@ class WalkJournal(WalkComponent):
         self._feeds = jobs.local_feeds(crawler.settings)
         if walk.resumed:
             jobs.cut_feeds(self._feeds, walk.resumed.feeds)
-        self._journal = jobs.Journal(path, walk.config.seed, resume=bool(walk.resumed))
+        self._journal = jobs.Journal(path, walk.config, resume=bool(walk.resumed))
         self._failures = len(walk.results.failures)
         self._skipped = len(walk.results.robots_skipped)
         # Popped, and pending at the last line: done once not.

@@ -17,9 +17,10 @@ from sitewalk.exceptions import SitewalkError
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from sitewalk.config import WalkConfig
     from sitewalk.frontier import Entry
 
-__all__ = ["FSYNC_EVERY", "JOURNAL", "JobState", "Journal", "check_jobdir", "cut_feeds", "job_feeds", "journal_path", "local_feeds",
+__all__ = ["FSYNC_EVERY", "consumer_of", "JOURNAL", "JobState", "Journal", "check_jobdir", "cut_feeds", "job_feeds", "journal_path", "local_feeds",
            "replay", "report_path"]
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,9 @@ JOURNAL = "sitewalk.journal"
 _VERSION = 1
 # The file in which sitewalk 0.1 kept a stopped walk's state (a pickle, written at the end only).
 _OLD_STATE = "sitewalk.state"
+# The arguments that shape a walk's items: a walk resumed with others would mix two walks' items.
+_CONSUMER_FIELDS = ["grep", "fixed_strings", "ignore_case", "context", "css", "xpath", "regex", "content",
+                    "main_content", "links"]
 # Seconds between two fsyncs of the journal.
 FSYNC_EVERY = 1.0
 
@@ -94,12 +98,19 @@ class JobState:
     feeds: dict[str, int] = field(default_factory=dict)
 
 
-def check_jobdir(settings: BaseSettings, seed: str) -> None:
-    """A :class:`SitewalkError` if JOBDIR holds the journal of a walk of another seed."""
+def check_jobdir(settings: BaseSettings, config: WalkConfig) -> None:
+    """A :class:`SitewalkError` if JOBDIR holds the journal of a walk of another seed, or of one
+    whose consumer made other items (another grep pattern, other css/xpath, another content mode)."""
     path = journal_path(settings)
     if path is not None and path.exists():
         with path.open("rb") as file:
-            _check_header(_header(file.readline()), seed, path)
+            _check_header(_header(file.readline()), config, path)
+
+
+def consumer_of(config: WalkConfig) -> dict[str, Any]:
+    """What shapes the items of a walk's feed: a resumed walk must make the same, or its feed would
+    mix two walks'."""
+    return {name: getattr(config, name) for name in _CONSUMER_FIELDS}
 
 
 def _header(line: bytes) -> dict[str, Any] | None:
@@ -110,15 +121,27 @@ def _header(line: bytes) -> dict[str, Any] | None:
     return header if isinstance(header, dict) and header.get("journal") == _VERSION else None
 
 
-def _check_header(header: dict[str, Any] | None, seed: str, path: Path) -> None:
-    if header is not None and header.get("seed") != seed:
+def _check_header(header: dict[str, Any] | None, config: WalkConfig, path: Path) -> None:
+    if header is None:
+        return
+    seed = config.seed
+    if header.get("seed") != seed:
         raise SitewalkError(
             f"JOBDIR {path.parent} holds the walk of {header.get('seed')}, not of {seed}: "
             "give the walk another JOBDIR (or delete that one to start over)"
         )
+    recorded = header.get("consumer")
+    given = consumer_of(config)
+    if recorded is not None and recorded != given:
+        differs = sorted(set(recorded) | set(given), key=_CONSUMER_FIELDS.index)
+        name = next(name for name in differs if recorded.get(name) != given.get(name))
+        raise SitewalkError(
+            f"JOBDIR {path.parent} holds a walk with {name}={recorded.get(name)!r}, not {name}={given.get(name)!r}: "
+            "its feed would mix the two; give the walk another JOBDIR (or delete that one to start over)"
+        )
 
 
-def replay(settings: BaseSettings, seed: str) -> JobState | None:
+def replay(settings: BaseSettings, config: WalkConfig) -> JobState | None:
     """The walk that JOBDIR's journal records, to go on from; None to start the walk (no
     journal, or one that cannot be resumed: a line says why). A journal of another seed is a
     :class:`SitewalkError`: that JOBDIR belongs to another walk."""
@@ -131,19 +154,33 @@ def replay(settings: BaseSettings, seed: str) -> JobState | None:
         return None
     lines = path.read_bytes().split(b"\n")
     header = _header(lines[0])
-    _check_header(header, seed, path)
+    _check_header(header, config, path)
     if header is None:
         logger.info("JOBDIR %s: its journal is unreadable or from another sitewalk version: starting over", path.parent)
         return None
     state = JobState()
     done: set[str] = set()
     queued: list[Entry] = []
-    # The last line is cut short if the walk died while writing it: it did not happen.
-    for line in lines[1:]:
+    # The last line is cut short if the walk died while writing it: it did not happen. A line
+    # that cannot be read before others (a damaged disk, an edited file) ends the replay there:
+    # the journal is cut back to the lines before it, so each rerun goes on from the same place.
+    offset = len(lines[0]) + 1
+    for number, line in enumerate(lines[1:], start=2):
         try:
             entry = json.loads(line)
-        except ValueError:
+            if not isinstance(entry, dict) or not isinstance(entry["queued"], list):
+                raise ValueError(line)
+        except (ValueError, KeyError):
+            later = sum(1 for rest in lines[number:] if rest.strip())
+            if later:
+                logger.warning(
+                    "JOBDIR %s: line %d of its journal cannot be read; the walk goes on from the line before it, "
+                    "and the pages done in the %d lines after it are fetched again (the journal is cut there)",
+                    path.parent, number, later + 1,
+                )
+                os.truncate(path, offset)
             break
+        offset += len(line) + 1
         queued.extend((url, depth, found_on) for url, depth, found_on in entry["queued"])
         state.seen.update(entry["seen"])
         state.held.extend((links, depth, found_on) for links, depth, found_on in entry["held"])
@@ -184,14 +221,14 @@ class Journal:
     in flight; the file is fsync'd at most every :data:`FSYNC_EVERY` seconds (and at the end), so
     a power cut loses at most those seconds."""
 
-    def __init__(self, path: Path, seed: str, *, resume: bool) -> None:
+    def __init__(self, path: Path, config: WalkConfig, *, resume: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if resume:
             _drop_cut_line(path)
         self._file = path.open("ab" if resume else "wb", buffering=0)
         self._synced = time.monotonic()
         if not resume:
-            self._write({"journal": _VERSION, "seed": seed})
+            self._write({"journal": _VERSION, "seed": config.seed, "consumer": consumer_of(config)})
             self.sync()
 
     def append(self, entry: dict[str, Any]) -> None:

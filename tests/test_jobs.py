@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
 from sitewalk import jobs
+from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SitewalkError
 from sitewalk.state import Walk
 from tests.conftest import walk_for
@@ -48,9 +50,13 @@ def entry(**changes):
             "consumers": {}, "pages": 0, "bytes": 0, "elapsed": 0.0, "feeds": {}, **changes}
 
 
-def journal_of(tmp_path, *entries, seed=SEED):
+def config(seed: str = SEED, **arguments: object) -> WalkConfig:
+    return WalkConfig.from_mapping({"seed": seed, **arguments})
+
+
+def journal_of(tmp_path, *entries, seed=SEED, **arguments):
     settings = Settings({"JOBDIR": str(tmp_path / "job")})
-    journal = jobs.Journal(jobs.journal_path(settings), seed, resume=False)
+    journal = jobs.Journal(jobs.journal_path(settings), config(seed, **arguments), resume=False)
     for line in entries:
         journal.append(line)
     journal.close()
@@ -69,7 +75,7 @@ def test_a_replayed_journal_gives_the_unfinished_queue_in_order_and_what_was_spe
         entry(done=[SEED + "b"], held=[[[SEED + "deep"], 2, SEED + "b"]], pages=3, bytes=400, elapsed=2.0,
               feeds={"out.jsonl": 120}, consumers={"grep": 3}),
     )
-    state = jobs.replay(settings, SEED)
+    state = jobs.replay(settings, config())
     assert state is not None
     assert state.queue == [(SEED + "a", 1, SEED)]
     assert state.seen >= {SEED, SEED + "a", SEED + "b", SEED + "x", SEED + "moved"}
@@ -93,23 +99,23 @@ def test_a_line_cut_short_by_a_crash_did_not_happen(tmp_path):
     path = jobs.journal_path(settings)
     with path.open("ab") as file:
         file.write(b'{"queued": [["http://site.test/a", 1')
-    state = jobs.replay(settings, SEED)
+    state = jobs.replay(settings, config())
     assert state is not None and state.queue == [(SEED, 0, None)]
     # Appending again starts on a line of its own.
-    journal = jobs.Journal(path, SEED, resume=True)
+    journal = jobs.Journal(path, config(), resume=True)
     journal.append(entry(done=[SEED], pages=1))
     journal.close()
-    state = jobs.replay(settings, SEED)
+    state = jobs.replay(settings, config())
     assert state is not None and state.queue == [] and state.pages == 1
 
 
 def test_another_seeds_jobdir_is_refused_naming_it(tmp_path):
     settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], origin="http://site.test"))
     with pytest.raises(SitewalkError, match=r"JOBDIR .*job holds the walk of http://site.test/, not of http://other.test/"):
-        jobs.replay(settings, "http://other.test/")
+        jobs.replay(settings, config("http://other.test/"))
     with pytest.raises(SitewalkError, match="give the walk another JOBDIR"):
-        jobs.check_jobdir(settings, "http://other.test/")
-    jobs.check_jobdir(settings, SEED)
+        jobs.check_jobdir(settings, config("http://other.test/"))
+    jobs.check_jobdir(settings, config())
 
 
 @pytest.mark.parametrize(("content", "why"), [
@@ -121,9 +127,9 @@ def test_a_journal_that_cannot_be_resumed_starts_the_walk_over_saying_why(tmp_pa
     if content is not None:
         jobs.journal_path(settings).write_bytes(content)
     with caplog.at_level("INFO"):
-        assert jobs.replay(settings, SEED) is None
+        assert jobs.replay(settings, config()) is None
     assert why in caplog.text
-    assert jobs.replay(Settings(), SEED) is None  # no JOBDIR
+    assert jobs.replay(Settings(), config()) is None  # no JOBDIR
 
 
 def test_feeds_are_cut_back_to_the_size_the_journal_gives(tmp_path, caplog):
@@ -134,3 +140,40 @@ def test_feeds_are_cut_back_to_the_size_the_journal_gives(tmp_path, caplog):
     assert longer.read_bytes() == b'{"a": 1}\n'
     assert shorter.read_bytes() == b"{}\n"
     assert "shorter than the walk's journal says" in caplog.text
+
+
+def test_a_damaged_line_is_said_once_and_the_journal_cut_there(tmp_path, caplog):
+    settings = journal_of(
+        tmp_path,
+        entry(queued=[[SEED, 0, None], [SEED + "a", 1, SEED]], done=[SEED], origin="http://site.test", pages=1),
+        entry(done=[SEED + "a"], pages=2),
+        entry(pages=3),
+    )
+    path = jobs.journal_path(settings)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b'{"done": ["http://site.test/a"], "pag'  # the second entry, damaged in the middle
+    path.write_bytes(b"\n".join(lines))
+    with caplog.at_level("INFO"):
+        state = jobs.replay(settings, config())
+    assert state is not None and state.queue == [(SEED + "a", 1, SEED)] and state.pages == 1
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"JOBDIR {path.parent}: line 3 of its journal cannot be read; the walk goes on from the line before it, "
+        "and the pages done in the 2 lines after it are fetched again (the journal is cut there)"
+    ]
+    # Repaired: the next replay reads every line there is, and says nothing.
+    caplog.clear()
+    assert len(path.read_bytes().splitlines()) == 2
+    assert jobs.replay(settings, config()).queue == [(SEED + "a", 1, SEED)]  # type: ignore[union-attr]
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"grep": "other"}, "holds a walk with grep='needle', not grep='other'"),
+    ({"grep": "needle", "ignore_case": True}, "holds a walk with ignore_case=False, not ignore_case=True"),
+    ({}, "holds a walk with grep='needle', not grep=None"),
+])
+def test_a_rerun_with_another_consumer_is_refused_naming_what_differs(tmp_path, given, message):
+    settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], origin="http://site.test"), grep="needle")
+    with pytest.raises(SitewalkError, match=re.escape(message) + ": its feed would mix the two"):
+        jobs.check_jobdir(settings, config(**given))
+    jobs.check_jobdir(settings, config(grep="needle"))

@@ -74,7 +74,7 @@ class Command(ScrapyCrawlCommand):
         try:
             config = WalkConfig.from_mapping(opts.spargs, surface)
             check_run(config, self.settings, surface)
-            jobs.check_jobdir(self.settings, config.seed)
+            jobs.check_jobdir(self.settings, config)
         except SitewalkError as exc:
             print(f"sitewalk: error: {exc}", file=sys.stderr)
             self.exitcode = 2

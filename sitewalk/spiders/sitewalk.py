@@ -71,7 +71,7 @@ class SitewalkSpider(Spider):
         spider._holds_links = jobs.journal_path(crawler.settings) is not None
         if spider._holds_links:
             spider.walk.frontier.keep_changes()
-        state = jobs.replay(crawler.settings, spider.walk.config.seed)
+        state = jobs.replay(crawler.settings, spider.walk.config)
         if state is not None:
             spider.walk.restore(state)
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
