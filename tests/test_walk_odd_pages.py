@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections import Counter
 from typing import Any
@@ -225,18 +226,21 @@ def test_a_consumer_that_hangs_cannot_hold_the_walk_past_its_deadline(make_site,
     assert site.paths() == ["/", "/a", "/b", "/a1", "/b1"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_consumer_that_hangs_cannot_hold_the_walk_past_a_signal(make_site, tmp_path, signum):
-    import subprocess
-
-    site = make_site(CHAIN)
-    process = subprocess.Popen(
+def start_walk(site: Any, workdir: Any, pipeline: str) -> subprocess.Popen[str]:
+    """``scrapy crawl sitewalk`` on ``site`` in the background, with ``pipeline`` (of this module)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0",
          "-a", "report=r.json", "-o", "p.jsonl", *allow_loopback(),
-         "-s", 'ITEM_PIPELINES={"tests.test_walk_odd_pages.HangingPipeline": 900}'],
-        cwd=tmp_path, env={**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", "PYTHONPATH": str(ROOT)},
+         "-s", f'ITEM_PIPELINES={{"tests.test_walk_odd_pages.{pipeline}": 900}}'],
+        cwd=workdir, env={**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_consumer_that_hangs_cannot_hold_the_walk_past_a_signal(make_site, tmp_path, signum):
+    site = make_site(CHAIN)
+    process = start_walk(site, tmp_path, "HangingPipeline")
     wait_for_pages(site, 2, process)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=30)
@@ -247,17 +251,9 @@ def test_a_consumer_that_hangs_cannot_hold_the_walk_past_a_signal(make_site, tmp
 
 
 def test_a_second_signal_ends_the_process_at_once(make_site, tmp_path):
-    import subprocess
-
     # A consumer that holds the reactor itself: only the process's end can stop it.
     site = make_site(CHAIN)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0",
-         "-a", "report=r.json", "-o", "p.jsonl", *allow_loopback(),
-         "-s", 'ITEM_PIPELINES={"tests.test_walk_odd_pages.BlockingPipeline": 900}'],
-        cwd=tmp_path, env={**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    process = start_walk(site, tmp_path, "BlockingPipeline")
     try:
         wait_for_pages(site, 2, process)
         # Two signals, the second after the first was handled (a signal sent twice before its
