@@ -24,6 +24,7 @@ from sitewalk.linkreport import write_junit
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import IO
 
     from scrapy import Spider
@@ -147,13 +148,7 @@ class WalkReport(WalkComponent):
             self.crawler.stats.set_value("sitewalk/links/broken", len(report.broken_links))
         if report.out_of_scope:
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
-        if self._path is not None:
-            Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         config = walk.config
-        if config.junit is not None:
-            write_junit(config.junit, book, verdicts)
-        if config.html_report is not None:
-            write_html(config.html_report, report, book, config, walk.surface)
         consumer = config.consumer
         matches = walk.results.consumers.get("grep_matches", 0) if consumer == "grep" else None
         logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
@@ -164,13 +159,22 @@ class WalkReport(WalkComponent):
                 "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
                 count(len(report.robots_skipped), "page"), walk.surface.setting("ROBOTSTXT_OBEY", False),
             )
+        # Checked before the walk (sitewalk.config.check_run); a disk that filled up since is one
+        # line each, after the summary, not a traceback instead of it.
+        outputs: list[tuple[str, str, Callable[[str], object]]] = []
         if self._path is not None:
-            # Checked before the walk (sitewalk.config.check_run); a disk that filled up since is
-            # one line, after the summary, not a traceback instead of it.
+            outputs.append(("the report", self._path, lambda path: Path(path).write_text(
+                json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")))
+        if config.junit is not None:
+            outputs.append(("the JUnit file", config.junit, lambda path: write_junit(path, book, verdicts)))
+        if config.html_report is not None:
+            outputs.append(("the HTML report", config.html_report,
+                            lambda path: write_html(path, report, book, config, walk.surface)))
+        for what, path, write in outputs:
             try:
-                Path(self._path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+                write(path)
             except OSError as exc:
-                logger.error("sitewalk: the report could not be written to %s: %s", self._path, exc.strerror or exc)
+                logger.error("sitewalk: %s could not be written to %s: %s", what, path, exc.strerror or exc)
 
 
 class WalkJournal(WalkComponent):
