@@ -20,8 +20,8 @@ from twisted.python.failure import Failure
 
 from sitewalk import guard
 from sitewalk.failures import Failed, OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
-from sitewalk.gate import TICKET, Dropped, Ticket
 from sitewalk.state import WalkComponent
+from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
     from typing import Self

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
 
-from sitewalk.gate import TICKET, Ticket  # noqa: E402
+from sitewalk.tickets import TICKET, Ticket  # noqa: E402
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -32,7 +32,7 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
     what ``DOWNLOAD_HANDLERS`` names.
 
     A request the walk drops (:meth:`sitewalk.gate.Gate.cut`: a stop, the deadline, an
-    interruption) has its download cut: it fails with :class:`sitewalk.gate.Dropped`, and the
+    interruption) has its download cut: it fails with :class:`sitewalk.tickets.Dropped`, and the
     page is listed as unvisited.
     """
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
     from scrapy.utils.asyncio import CallLaterResult
 
-    from sitewalk.gate import Ticket
+    from sitewalk.tickets import Ticket
 
 
 logger = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class WalkJournal(WalkComponent):
     """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
     same command resumes a walk that was stopped, killed or cut off by a power cut.
 
-    A line is written each time a request is done (:class:`sitewalk.gate.Ticket`: it ended
+    A line is written each time a request is done (:class:`sitewalk.tickets.Ticket`: it ended
     without a page, or its page has gone through the consumers, its items in the feeds by then):
     what the frontier learnt, the pages done (popped, and not among the gate's pending requests:
     in flight, in hand or dropped), the failures and robots.txt refusals, the budget
@@ -286,6 +286,4 @@ class WalkFeedExporter(FeedExporter):
             walk = getattr(spider, "walk", None)
             if walk is not None:
                 failed = Failed("consumer", f"a feed exporter raised {type(exc).__name__}: {exc}")
-                walk.results.failures.append(failed.record(url, getattr(item, "found_on", None)))
-            self.crawler.stats.inc_value("sitewalk/failures")
-            self.crawler.stats.inc_value("sitewalk/failures/consumer")
+                walk.page_failed(url, getattr(item, "found_on", None), failed, self.crawler.stats)

@@ -5,136 +5,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
+
+from sitewalk.tickets import TICKET, Ticket
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Callable, Sequence
 
     from scrapy.http import Response
 
     from sitewalk.items import Page
 
     # Asked with the pages in hand, in request order: could the consumer stop on one of them?
-    StopCheck = Callable[[Sequence["Ticket"]], bool]
+    StopCheck = Callable[[Sequence[Ticket]], bool]
 
-__all__ = ["AHEAD", "TICKET", "Dropped", "Gate", "Ticket"]
-
-T = TypeVar("T")
+__all__ = ["AHEAD", "Gate"]
 
 # Pages downloaded and not yet consumed, at most. Their HTML is read beside the walk meanwhile;
 # slow consumers must not make the walk hold the site in memory.
 AHEAD = 8
-# The request meta key that carries a request's ticket.
-TICKET = "sitewalk_ticket"
-
-
-class Dropped(Exception):  # noqa: N818 - not an error: the walk let go of this request
-    """Raised in a request's waits (its download, its turn, its reading, its way through the
-    pipelines) when the walk dropped it: a stop cut it off, or the walk was halted. Its page
-    is not handed to the consumers."""
-
-
-class Ticket:
-    """One request of the walk, from the moment it is sent until it is done.
-
-    Its ``number`` is the order requests were sent in. A request for a page either ends without
-    one (:meth:`Gate.request_over`) or brings its page (:meth:`Gate.page_arrived`), which is read,
-    admits its links to the frontier and goes through the consumers; links are admitted and pages
-    consumed in request order, whatever order responses arrive in, so a walk with several requests
-    in flight delivers what a walk with one does. A ticket is done when its page is consumed or,
-    for a request that ended without one, at its turn.
-    """
-
-    def __init__(self, number: int, url: str, page_request: bool, previous: Ticket | None) -> None:
-        loop = asyncio.get_running_loop()
-        self.number = number
-        self.url = url
-        # A request for a page (it counts in max_pages), not for a sitemap file.
-        self.page_request = page_request
-        self.page: Page | None = None
-        # Whether the page has been read (its title, links and lines are known).
-        self.read = False
-        # Whether it holds one of max_pages (a page request, until its page is counted or it ends).
-        self.holds_page = page_request
-        # Whether the page counts in the budget (it does from its turn to admit its links).
-        self.counted = False
-        # The page's turn to be consumed came (it is going through the consumers).
-        self.consuming = False
-        self.admitted: asyncio.Future[None] = loop.create_future()
-        self.consumed: asyncio.Future[None] = loop.create_future()
-        # Done when the walk dropped this request (see Dropped).
-        self.dropped: asyncio.Future[None] = loop.create_future()
-        self._previous = previous
-        self._items_out = 0
-        self._items_done = 0
-        self._output_done = False
-
-    def __repr__(self) -> str:
-        return f"<Ticket {self.number} {self.url}>"
-
-    @property
-    def in_flight(self) -> bool:
-        return self.page is None and not self.consumed.done()
-
-    async def unless_dropped(self, awaitable: Awaitable[T]) -> T:
-        """The result of ``awaitable``; if the walk drops this request first, ``awaitable`` is
-        cancelled and :class:`Dropped` raised."""
-        task = asyncio.ensure_future(awaitable)
-        if not task.done():
-            await asyncio.wait((task, self.dropped), return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                task.cancel()
-                raise Dropped
-        return task.result()
-
-    async def turn_to_admit(self) -> None:
-        """Wait until every earlier request has admitted its links; :class:`Dropped` if the
-        walk drops this one first."""
-        if self._previous is not None:
-            await self._until_done(self._previous.admitted)
-        self._check()
-
-    async def turn_to_consume(self) -> None:
-        """Wait until every earlier request is done; :class:`Dropped` if the walk drops this one
-        first."""
-        if self._previous is not None:
-            await self._until_done(self._previous.consumed)
-            self._previous = None
-        self._check()
-        self.consuming = True
-
-    def _check(self) -> None:
-        if self.dropped.done():
-            raise Dropped
-
-    async def _until_done(self, future: asyncio.Future[None]) -> None:
-        """Wait until ``future`` is done (without cancelling it) or this request is dropped."""
-        if future.done() or self.dropped.done():
-            return
-        waiter = asyncio.get_running_loop().create_future()
-
-        def wake(_: asyncio.Future[None]) -> None:
-            if not waiter.done():
-                waiter.set_result(None)
-
-        future.add_done_callback(wake)
-        self.dropped.add_done_callback(wake)
-        try:
-            await waiter
-        finally:
-            future.remove_done_callback(wake)
-            self.dropped.remove_done_callback(wake)
-
-    def _item_out(self) -> None:
-        self._items_out += 1
-
-    def _item_done(self) -> bool:
-        self._items_done += 1
-        return self._output_done and self._items_done >= self._items_out
-
-    def _all_out(self) -> bool:
-        self._output_done = True
-        return self._items_done >= self._items_out
 
 
 class Gate:
@@ -251,8 +140,7 @@ class Gate:
         """Wait until a request may go to the network: after the pause, if one is on, and at
         least ``delay`` seconds after the previous request started (or until a stop)."""
         while not self._stopping:
-            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
-            wait = start - time.monotonic()
+            wait = self._start_at() - time.monotonic()
             if wait <= 0:
                 return
             with contextlib.suppress(TimeoutError):
@@ -374,12 +262,15 @@ class Gate:
         next request go, then for the pace and a pause (never longer than ``seconds_left``)."""
         await self._until(self._may_go)
         if not self._stopping:
-            start = max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
-            wait = min(start - time.monotonic(), seconds_left)
+            wait = min(self._start_at() - time.monotonic(), seconds_left)
             if wait > 0:
                 # A stop ends the pace's wait too.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopped.wait(), wait)
+
+    def _start_at(self) -> float:
+        """When the next request may start: ``delay`` after the previous start, and after a pause."""
+        return max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
 
     def _may_go(self) -> bool:
         in_hand = self.in_hand()

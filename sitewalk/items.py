@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from sitewalk.hints import Surface
 
-__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type"]
+__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type", "page_of"]
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -101,6 +101,24 @@ class Page(_Fetched):
 
         _, text = html_to_unicode(self.headers.get("Content-Type"), self.body)
         return text
+
+
+def page_of(response: Response) -> Page:
+    """The walk's page as it arrived (the request's meta names its depth and where it was found);
+    reading it adds its title (and grep's lines)."""
+    return Page(
+        url=response.meta.get("redirect_urls", [response.url])[0],
+        final_url=response.url,
+        status=response.status,
+        byte_count=len(response.body),
+        depth=response.meta["sitewalk_depth"],
+        content_type=media_type(response),
+        title=None,
+        found_on=response.meta.get("sitewalk_found_on"),
+        headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
+        body=response.body,
+        encoding=getattr(response, "encoding", None),
+    )
 
 
 def media_type(response: Response) -> str | None:

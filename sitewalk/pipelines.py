@@ -12,17 +12,17 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
 from sitewalk import patterns
-from sitewalk.gate import Dropped
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
+from sitewalk.tickets import Dropped
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from scrapy.crawler import Crawler
 
-    from sitewalk.gate import Ticket
+    from sitewalk.tickets import Ticket
 
 logger = logging.getLogger(__name__)
 

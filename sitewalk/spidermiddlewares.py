@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
-    from sitewalk.gate import Ticket
+    from sitewalk.tickets import Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +86,7 @@ class ConsumedMiddleware(WalkComponent):
         logger.warning("%s raised %s on %s: a failure of kind consumer (the traceback is logged at DEBUG)",
                        where, type(exc).__name__, url)
         failed = Failed("consumer", f"{where} raised {type(exc).__name__}: {exc}")
-        self.walk.results.failures.append(failed.record(url, response.meta.get("sitewalk_found_on")))
-        self.crawler.stats.inc_value("sitewalk/failures")
-        self.crawler.stats.inc_value("sitewalk/failures/consumer")
+        self.walk.page_failed(url, response.meta.get("sitewalk_found_on"), failed, self.crawler.stats)
 
 
 class GrepMiddleware(WalkComponent):

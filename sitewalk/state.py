@@ -22,14 +22,15 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
     from scrapy.utils.asyncio import CallLaterResult
 
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
-    from sitewalk.gate import Ticket
     from sitewalk.hints import Surface
     from sitewalk.items import Page
     from sitewalk.jobs import JobState
+    from sitewalk.tickets import Ticket
 
 __all__ = ["CUTS", "HALTS", "HALT_GRACE", "Results", "Walk", "WalkComponent"]
 
@@ -147,6 +148,12 @@ class Walk:
             self.budget.release()
         elif ticket.counted and ticket.dropped.done() and ticket.page is not None:
             self.budget.give_back(ticket.page.byte_count)
+
+    def page_failed(self, url: str, found_on: str | None, failed: Failed, stats: StatsCollector) -> None:
+        """Record that the page ``url`` (found on ``found_on``) failed, and count it in ``stats``."""
+        self.results.failures.append(failed.record(url, found_on))
+        stats.inc_value("sitewalk/failures")
+        stats.inc_value(f"sitewalk/failures/{failed.kind}")
 
     def fail(self, error: BaseException) -> None:
         self.error = error

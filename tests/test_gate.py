@@ -8,9 +8,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sitewalk.gate import AHEAD, Dropped, Gate, Ticket
+from sitewalk.gate import AHEAD, Gate
 from sitewalk.items import Page
 from sitewalk.state import Walk
+from sitewalk.tickets import Dropped, Ticket
 from tests.conftest import walk_for
 
 

@@ -10,13 +10,13 @@ from scrapy.exceptions import CloseSpider
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
-from sitewalk.gate import TICKET, Dropped, Ticket
 from sitewalk.hints import CLI, SCRAPYD
-from sitewalk.items import Page, count, media_type
+from sitewalk.items import Page, count, page_of
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
 from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
+from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -134,7 +134,7 @@ class SitewalkSpider(Spider):
         walk = self.walk
         gate = walk.gate
         ticket: Ticket = response.meta[TICKET]
-        page = _page(response)
+        page = page_of(response)
         gate.page_arrived(ticket, page)
         if response.meta.get("sitewalk_seed"):
             walk.frontier.set_origin(response.url)
@@ -289,26 +289,7 @@ class SitewalkSpider(Spider):
         if request.meta.get("sitewalk_seed"):
             self.walk.results.seed_error = (url, failed)
             return
-        self.walk.results.failures.append(failed.record(url, request.meta.get("sitewalk_found_on")))
-        self.crawler.stats.inc_value("sitewalk/failures")
-        self.crawler.stats.inc_value(f"sitewalk/failures/{failed.kind}")
+        self.walk.page_failed(url, request.meta.get("sitewalk_found_on"), failed, self.crawler.stats)
 
     async def closed(self, reason: str) -> None:
         await self._reader.close()
-
-
-def _page(response: Response) -> Page:
-    """The page as it arrived; reading it adds its title (and grep's lines)."""
-    return Page(
-        url=response.meta.get("redirect_urls", [response.url])[0],
-        final_url=response.url,
-        status=response.status,
-        byte_count=len(response.body),
-        depth=response.meta["sitewalk_depth"],
-        content_type=media_type(response),
-        title=None,
-        found_on=response.meta.get("sitewalk_found_on"),
-        headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
-        body=response.body,
-        encoding=getattr(response, "encoding", None),
-    )
