@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.logformatter import LogFormatter
 
+from sitewalk.pipelines import HaltedItem
+
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.http import Response
@@ -31,7 +33,7 @@ class WalkLogFormatter(LogFormatter):
         self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
     ) -> LogFormatterResult:
         result = super().dropped(item, exception, response, spider)
-        if type(exception).__name__ == "HaltedItem":  # sitewalk.pipelines imports this module's users
+        if isinstance(exception, HaltedItem):
             return {**result, "level": logging.DEBUG}
         return result
 
