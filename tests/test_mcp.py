@@ -20,7 +20,8 @@ from mcp.types import CallToolResult
 
 from sitewalk.items import Match, Report, human_bytes
 from sitewalk.mcp import ServerOptions
-from sitewalk.mcp.text import grep_lines, index_lines, report_notices
+from sitewalk.mcp.listings import grep_lines, index_lines
+from sitewalk.mcp.notices import report_notices
 from tests.conftest import LOOPBACK, ROOT
 
 pytestmark = pytest.mark.anyio

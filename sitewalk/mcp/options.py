@@ -1,13 +1,15 @@
-"""What the operator of a sitewalk-mcp server decides: its walks' settings and the tools' maxima."""
+"""What the operator of a sitewalk-mcp server decides, and how the server's messages spell it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from sitewalk.config import WalkConfig
+from sitewalk.hints import Surface
 
-__all__ = ["LIMITS", "ServerOptions"]
+__all__ = ["GUARD_OPTION", "LIMITS", "MCP", "ROBOTS_OPTION", "ServerOptions"]
 
 # The tools' parameters whose maximum is a server option: parameter -> ServerOptions field
 # (the option is --FIELD-NAME).
@@ -62,3 +64,33 @@ class ServerOptions:
         if field is None:
             return None
         return getattr(self, field), "--" + field.replace("_", "-")
+
+
+GUARD_OPTION = "--allow-networks (env SITEWALK_GUARD_ALLOW_NETWORKS)"
+ROBOTS_OPTION = "--no-robots (env ROBOTSTXT_OBEY=false)"
+
+
+class _Spelling(Surface):
+    """The MCP server's spelling: the tools' parameters, and the operator's options for settings."""
+
+    # Walk arguments that the tools name otherwise.
+    _PARAMETERS = {"seed": "url", "grep": "pattern"}
+
+    def name(self, argument: str) -> str:
+        return self._PARAMETERS.get(argument, argument)
+
+    def argument(self, name: str, value: Any) -> str:
+        return f"{self.name(name)}={json.dumps(value)}"
+
+    def setting(self, name: str, value: Any) -> str:
+        if name == "SITEWALK_GUARD_ALLOW_NETWORKS":
+            return f"--allow-networks {value}"
+        if name == "ROBOTSTXT_OBEY":
+            return "--robots" if value else "--no-robots"
+        return f"{name}={value}"
+
+    def fix(self, name: str, value: Any) -> str:
+        return f"this server's operator can fetch it by starting the server with {self.setting(name, value)}"
+
+
+MCP: Surface = _Spelling()

@@ -1,0 +1,122 @@
+"""web_fetch: one page as Markdown (or as its text), paged by start_index."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from sitewalk.api import walk_async
+from sitewalk.config import WalkConfig
+from sitewalk.mcp.cursors import size
+from sitewalk.mcp.options import ServerOptions
+from sitewalk.mcp.walk import ToolWalk
+
+__all__ = ["FetchResult", "fetch_tool", "page_text"]
+
+# The most characters a web_fetch call returns unless it asks for more (up to the output cap).
+_FETCH_LENGTH = 10_000
+
+
+class FetchResult(BaseModel):
+    """The page web_fetch fetched, and which part of its content the text holds."""
+
+    url: str = Field(description="The URL asked for.")
+    final_url: str = Field(description="The page's URL after redirects.")
+    status: int = Field(description="The HTTP status of the answer.")
+    content_type: str | None = Field(description="Its media type, e.g. text/html.")
+    title: str | None = Field(description="The page's title (HTML pages).")
+    bytes: int = Field(description="Body bytes fetched.")
+    length: int | None = Field(description="Characters of the page's content; null when it is not text.")
+    start_index: int = Field(description="Where the text's part of the content starts.")
+    next_start_index: int | None = Field(
+        description="The start_index of the next part; null when the text holds the content to its end."
+    )
+
+
+def fetch_tool(options: ServerOptions) -> Any:
+    """The web_fetch tool of a server with ``options``."""
+    cap = options.max_output_chars
+
+    async def web_fetch(
+        ctx: Context,
+        url: str = Field(description="The http(s) URL of the page to read."),
+        start_index: int = Field(
+            default=0, ge=0, description="The character of the content to start at: the start_index a cut "
+            "page's notice names continues it."
+        ),
+        max_length: int = Field(
+            default=min(_FETCH_LENGTH, cap), ge=1, le=cap,
+            description="Most characters of content to return (fewer when the notices need the room).",
+        ),
+        main_content: bool = Field(
+            default=True,
+            description="Only the page's main content, without navigation, header, footer and sidebars; false "
+            "for the whole page.",
+        ),
+    ) -> Annotated[CallToolResult, FetchResult]:
+        """Read one web page: an HTML page as Markdown (headings, paragraphs, lists, links, tables,
+        code), a text page (plain text, JSON, XML) as it is. A long page is cut at max_length and
+        a notice names the start_index that continues it. Fetched like a walk of one page: the
+        same address guard, robots.txt and budgets. Status, final URL and title are the
+        structured result."""
+        walk = ToolWalk(ctx, options, 1, read=lambda page: (page, page.content("markdown", main_content=main_content)))
+        arguments = {
+            "max_depth": 0, "max_pages": 1, "content": "markdown", "main_content": main_content,
+            "deadline": min(WalkConfig.deadline, options.max_deadline), "max_bytes": options.max_bytes,
+        }
+        await walk.run(url, arguments, lambda: walk_async(url, **walk.arguments(arguments)))
+        page, content = walk.pages[0]
+        text = content if content is not None else ""
+        if start_index and start_index >= len(text):
+            raise ToolError(
+                f"start_index={start_index} is past the end of the page's content ({len(text)} characters)"
+            )
+        notes = []
+        if page.final_url != url:
+            notes.append(f"Note: {url} redirected to {page.final_url}.")
+        if not 200 <= page.status < 300:
+            notes.append(f"Note: the server answered HTTP {page.status}: the content is that answer's.")
+        if content is None:
+            notes.append(
+                f"Note: the page is {page.content_type or 'of no declared type'} ({page.byte_count} bytes), not text: "
+                "there is no content to show."
+            )
+        elif not content.strip():
+            notes.append("Note: the page has no text content.")
+        structured = FetchResult(
+            url=url, final_url=page.final_url, status=page.status, content_type=page.content_type, title=page.title,
+            bytes=page.byte_count, length=None if content is None else len(content), start_index=start_index,
+            next_start_index=len(text),
+        ).model_dump()
+        # Sized with the largest next_start_index it can have.
+        budget = cap - size(structured)
+        part, end = page_text(text, start_index, max_length, budget, notes, page.final_url)
+        structured["next_start_index"] = end if end < len(text) else None
+        return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
+
+    return web_fetch
+
+
+def page_text(content: str, start: int, length: int, budget: int, notes: list[str], url: str) -> tuple[str, int]:
+    """Up to ``length`` characters of ``content`` from ``start`` and the notices ``notes``, in
+    ``budget`` characters; and where the part ends. A part that ends before the content does
+    ends with a notice naming the ``start_index`` that continues."""
+
+    def cut(end: int) -> str:
+        return (f"Note: the content is cut at character {end} of {len(content)}. For the next part, call "
+                f"web_fetch with url={json.dumps(url)} and start_index={end}.")
+
+    tail = "".join(f"\n{note}" for note in notes)
+    if len(content) - start <= length and len(content) - start + len(tail) + 1 <= budget:
+        end = len(content)
+    else:
+        end = start + max(1, min(length, budget - len(tail) - len(cut(len(content))) - 2))
+        tail = f"{tail}\n{cut(end)}"
+    part = content[start:end]
+    text = f"{part}\n{tail}" if part and tail else part or tail.lstrip("\n")
+    return text[:budget], end
