@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.types import CallToolResult, TextContent
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.mcp.options import OPTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,8 +68,8 @@ class Cursors:
         if output is None or not line.isdigit() or int(line) >= len(output.lines):
             raise SitewalkError(
                 f"cursor {cursor!r} is unknown or expired (this server keeps the cut outputs of its recent walks "
-                f"up to sitewalk-mcp --cursor-memory {self.memory} characters): call {tool} again without "
-                "cursor to walk again"
+                f"up to sitewalk-mcp {OPTIONS['cursor_memory'].spelled(self.memory)} characters): call {tool} again "
+                "without cursor to walk again"
             )
         if output.tool != tool:
             raise SitewalkError(f"cursor {cursor!r} continues a {output.tool} output: call {output.tool} with it")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sitewalk.items import Report, count
-from sitewalk.mcp.options import GUARD_OPTION, ROBOTS_OPTION
+from sitewalk.mcp.options import OPTIONS
 
 if TYPE_CHECKING:
     from sitewalk.mcp.options import ServerOptions
@@ -26,7 +26,7 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
         notices.append(
             f"{count(len(report.robots_skipped), 'page')} not fetched because the site's robots.txt disallows "
             f"them ({_examples(report.robots_skipped)}). This server obeys robots.txt; its operator can "
-            f"start it with {ROBOTS_OPTION} to fetch them."
+            f"start it with {OPTIONS['robots'].given(False)} to fetch them."
         )
     if report.out_of_scope:
         notices.append(
@@ -39,7 +39,8 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
     if refused:
         notices.append(
             f"{count(len(refused), 'page')} refused by the address guard, which blocks non-public addresses: "
-            f"{_failure_examples(refused)}. The server's operator can allow a network with {GUARD_OPTION}."
+            f"{_failure_examples(refused)}. The server's operator can allow a network with "
+            f"{OPTIONS['allow_networks'].given()}."
         )
     if failed:
         notices.append(
