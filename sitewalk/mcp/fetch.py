@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -14,12 +15,10 @@ from sitewalk.api import walk_async
 from sitewalk.config import WalkConfig
 from sitewalk.mcp.cursors import size
 from sitewalk.mcp.options import ServerOptions
+from sitewalk.mcp.parameters import FETCH, tool, walk_arguments
 from sitewalk.mcp.walk import ToolWalk
 
 __all__ = ["FetchResult", "fetch_tool", "page_text"]
-
-# The most characters a web_fetch call returns unless it asks for more (up to the output cap).
-_FETCH_LENGTH = 10_000
 
 
 class FetchResult(BaseModel):
@@ -38,38 +37,22 @@ class FetchResult(BaseModel):
     )
 
 
-def fetch_tool(options: ServerOptions) -> Any:
+def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult]]:
     """The web_fetch tool of a server with ``options``."""
     cap = options.max_output_chars
 
-    async def web_fetch(
-        ctx: Context,
-        url: str = Field(description="The http(s) URL of the page to read."),
-        start_index: int = Field(
-            default=0, ge=0, description="The character of the content to start at: the start_index a cut "
-            "page's notice names continues it."
-        ),
-        max_length: int = Field(
-            default=min(_FETCH_LENGTH, cap), ge=1, le=cap,
-            description="Most characters of content to return (fewer when the notices need the room).",
-        ),
-        main_content: bool = Field(
-            default=True,
-            description="Only the page's main content, without navigation, header, footer and sidebars; false "
-            "for the whole page.",
-        ),
-    ) -> Annotated[CallToolResult, FetchResult]:
+    async def web_fetch(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         """Read one web page: an HTML page as Markdown (headings, paragraphs, lists, links, tables,
         code), a text page (plain text, JSON, XML) as it is. A long page is cut at max_length and
         a notice names the start_index that continues it. Fetched like a walk of one page: the
         same address guard, robots.txt and budgets. Status, final URL and title are the
         structured result."""
+        url, start_index, main_content = arguments["url"], arguments["start_index"], arguments["main_content"]
         walk = ToolWalk(ctx, options, 1, read=lambda page: (page, page.content("markdown", main_content=main_content)))
-        arguments = {
-            "max_depth": 0, "max_pages": 1, "content": "markdown", "main_content": main_content,
+        await walk.run(walk_async, {
+            **walk_arguments(FETCH, arguments), "max_depth": 0, "max_pages": 1, "content": "markdown",
             "deadline": min(WalkConfig.deadline, options.max_deadline), "max_bytes": options.max_bytes,
-        }
-        await walk.run(url, arguments, lambda: walk_async(url, **walk.arguments(arguments)))
+        })
         page, content = walk.pages[0]
         text = content if content is not None else ""
         if start_index and start_index >= len(text):
@@ -95,11 +78,11 @@ def fetch_tool(options: ServerOptions) -> Any:
         ).model_dump()
         # Sized with the largest next_start_index it can have.
         budget = cap - size(structured)
-        part, end = page_text(text, start_index, max_length, budget, notes, page.final_url)
+        part, end = page_text(text, start_index, arguments["max_length"], budget, notes, page.final_url)
         structured["next_start_index"] = end if end < len(text) else None
         return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
 
-    return web_fetch
+    return tool(FETCH, options, web_fetch, FetchResult)
 
 
 def page_text(content: str, start: int, length: int, budget: int, notes: list[str], url: str) -> tuple[str, int]:

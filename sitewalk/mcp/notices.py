@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sitewalk.items import Report, count
 from sitewalk.mcp.options import OPTIONS
@@ -17,8 +17,9 @@ __all__ = ["report_notices"]
 _NAMED_FAILURES = 3
 
 
-def report_notices(report: Report, budgets: dict[str, float], options: ServerOptions) -> list[str]:
-    """What the model should know about what it did not get, each with what would change it."""
+def report_notices(report: Report, budgets: dict[str, Any], options: ServerOptions) -> list[str]:
+    """What the model should know about what it did not get, each with what would change it
+    (``budgets``: the call's arguments, by the tools' names)."""
     notices = []
     if report.stopped:
         notices.append(_stop_notice(report, budgets, options))
@@ -50,7 +51,7 @@ def report_notices(report: Report, budgets: dict[str, float], options: ServerOpt
     return notices
 
 
-def _stop_notice(report: Report, budgets: dict[str, float], options: ServerOptions) -> str:
+def _stop_notice(report: Report, budgets: dict[str, Any], options: ServerOptions) -> str:
     left = f"{count(len(report.unvisited), 'known page')} left unfetched (the report's unvisited list)"
     limits = {
         "max-pages": ("max_pages", options.max_pages),

@@ -1,64 +1,140 @@
-"""The tools' parameters as pydantic fields: each bound is the server's own maximum."""
+"""The tools' parameters, each declared once: its type, its field with this server's bounds, the tools that take it."""
 
 from __future__ import annotations
 
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from sitewalk.config import WalkConfig, argument
 from sitewalk.mcp.options import ServerOptions
 from sitewalk.patterns import MAX_LENGTH
 
-__all__ = ["MAX_CONTEXT", "cursor", "param", "url", "walk_options"]
+__all__ = ["CRAWL", "FETCH", "GREP", "PARAMETERS", "Parameter", "tool", "walk_arguments"]
 
+FETCH, CRAWL, GREP = "web_fetch", "web_crawl", "web_grep"
+_WALKS = (CRAWL, GREP)
+_ALL = (FETCH, CRAWL, GREP)
 # Lines of context a web_grep call may ask for around each match.
-MAX_CONTEXT = 10
-# Parameters take pydantic Field defaults so that each bound is the server's own maximum: the
-# schema the model reads is the schema a call is validated against.
+_MAX_CONTEXT = 10
+# The most characters a web_fetch call returns unless it asks for more (up to the output cap).
+_FETCH_LENGTH = 10_000
+_TYPES = typing.get_type_hints(WalkConfig)
 
 
-def url(required: bool = True) -> Any:
-    description = (
-        "The http(s) URL to start from. Only pages on its origin (scheme, host, port) are walked; links to "
-        "other sites are not followed."
-    )
-    if required:
-        return Field(description=description)
-    return Field(default=None, description=description + " Required unless cursor is given.")
+@dataclass(frozen=True)
+class Parameter:
+    """A tool parameter: its type, its pydantic field (default, bounds, description) on a server
+    with given options, the tools that take it, and the walk argument it gives (None: the tool
+    reads it itself)."""
+
+    name: str
+    type: Any
+    field: Callable[[ServerOptions], Any]
+    tools: tuple[str, ...]
+    walk: str | None = None
 
 
-def cursor() -> Any:
-    return Field(
+def _walk(name: str, tools: tuple[str, ...], description: str | None = None, maximum: int | None = None,
+          default: Any = None) -> Parameter:
+    """The walk argument ``name`` as a parameter of ``tools``: its type, default, bounds and help
+    are the walk's own (:func:`sitewalk.config.argument`) unless given here; its maximum is this
+    server's option that caps it, if one does."""
+    spec = argument(name)
+    text = description or spec.help[0].upper() + spec.help[1:] + "."
+    # A pattern's length is bounded like the walk bounds it (sitewalk.patterns).
+    length = MAX_LENGTH if _TYPES[name] == str | None else None
+
+    def field(options: ServerOptions) -> Any:
+        limit = options.limit(name)
+        most = limit[0] if limit is not None else maximum
+        value = getattr(WalkConfig, name) if default is None else default
+        if most is not None:
+            value = min(value, most)
+        return Field(default=value, description=text, ge=spec.minimum, gt=spec.above, le=most, max_length=length)
+
+    return Parameter(name, _TYPES[name], field, tools, walk=name)
+
+
+_START = ("The http(s) URL to start from. Only pages on its origin (scheme, host, port) are walked; links to "
+          "other sites are not followed.")
+
+# Every parameter of every tool, in the order the schemas list them. A walk argument the tools
+# pass on is one _walk() line here.
+PARAMETERS = (
+    Parameter("url", str, lambda _: Field(description="The http(s) URL of the page to read."), (FETCH,), walk="seed"),
+    Parameter("url", str | None, lambda _: Field(default=None, description=_START + " Required unless cursor is given."),
+              _WALKS, walk="seed"),
+    Parameter("pattern", str | None, lambda _: Field(
+        default=None, min_length=1, max_length=MAX_LENGTH,
+        description="Regular expression in RE2 syntax (Python's, without look-around or backreferences), or "
+        "plain text with fixed_strings, searched for in each page's visible text, line by line. Required "
+        "unless cursor is given.",
+    ), (GREP,), walk="grep"),
+    Parameter("cursor", str | None, lambda _: Field(
         default=None,
         description="The cursor a cut output's notice names: returns the next part of that walk's output, "
         "without walking again (the other parameters are then not needed).",
+    ), _WALKS),
+    Parameter("start_index", int, lambda _: Field(
+        default=0, ge=0, description="The character of the content to start at: the start_index a cut "
+        "page's notice names continues it.",
+    ), (FETCH,)),
+    Parameter("max_length", int, lambda options: Field(
+        default=min(_FETCH_LENGTH, options.max_output_chars), ge=1, le=options.max_output_chars,
+        description="Most characters of content to return (fewer when the notices need the room).",
+    ), (FETCH,)),
+    _walk("main_content", (FETCH,), default=True,
+          description="Only the page's main content, without navigation, header, footer and sidebars; false "
+          "for the whole page."),
+    _walk("max_matches", (GREP,)),
+    _walk("ignore_case", (GREP,)),
+    _walk("context", (GREP,), maximum=_MAX_CONTEXT),
+    _walk("fixed_strings", (GREP,)),
+    _walk("max_depth", _WALKS),
+    _walk("max_pages", _WALKS),
+    _walk("deadline", _WALKS),
+    _walk("max_bytes", _WALKS),
+    _walk("concurrency", _WALKS),
+    _walk("include", _WALKS),
+    _walk("exclude", _WALKS),
+    _walk("no_parent", _WALKS),
+    _walk("sitemap", _WALKS),
+)
+
+
+def _of(tool: str) -> list[Parameter]:
+    return [parameter for parameter in PARAMETERS if tool in parameter.tools]
+
+
+def walk_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The walk arguments that a call of ``tool`` with ``arguments`` gives, by the walk's names."""
+    return {parameter.walk: arguments[parameter.name] for parameter in _of(tool) if parameter.walk is not None}
+
+
+Run = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
+
+
+def tool(name: str, options: ServerOptions, run: Run, returns: type) -> Callable[..., Awaitable[CallToolResult]]:
+    """``run(ctx, arguments)`` as the SDK reads a tool: a signature of the parameters ``name``
+    takes, each with this server's bounds (the schema the model reads is the schema a call is
+    validated against), and ``returns`` as the model of its structured result."""
+
+    async def call(ctx: Context, **arguments: Any) -> CallToolResult:
+        return await run(ctx, arguments)
+
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+    parameters += [inspect.Parameter(parameter.name, inspect.Parameter.KEYWORD_ONLY, annotation=parameter.type,
+                                     default=parameter.field(options)) for parameter in _of(name)]
+    # The SDK reads a tool's parameters with inspect.signature, which honours __signature__.
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=typing.Annotated[CallToolResult, returns]
     )
-
-
-def param(name: str, maximum: float | None = None) -> Any:
-    """The walk argument ``name`` as a tool parameter: its default, bounds and help are the
-    walk's own (:func:`sitewalk.config.argument`); ``maximum`` is this server's."""
-    spec = argument(name)
-    default = getattr(WalkConfig, name)
-    if maximum is not None:
-        default = min(default, maximum)
-    description = spec.help[0].upper() + spec.help[1:] + "."
-    # A pattern's length is bounded like the walk bounds it (sitewalk.patterns).
-    length = MAX_LENGTH if name in ("include", "exclude") else None
-    return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum, max_length=length)
-
-
-def walk_options(options: ServerOptions) -> dict[str, Any]:
-    """The parameters web_crawl and web_grep share, as pydantic fields with this server's bounds."""
-    return {
-        "max_depth": param("max_depth", options.max_depth),
-        "max_pages": param("max_pages", options.max_pages),
-        "deadline": param("deadline", options.max_deadline),
-        "max_bytes": param("max_bytes", options.max_bytes),
-        "concurrency": param("concurrency", options.max_concurrency),
-        "include": param("include"),
-        "exclude": param("exclude"),
-        "no_parent": param("no_parent"),
-        "sitemap": param("sitemap"),
-    }
+    call.__name__, call.__doc__ = name, run.__doc__
+    return call

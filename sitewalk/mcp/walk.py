@@ -40,19 +40,16 @@ class ToolWalk:
         self.read = read
         self.pages: list[Any] = []
 
-    def arguments(self, budgets: dict[str, Any]) -> dict[str, Any]:
-        """The API arguments every walk of this server's tools takes, with the call's ``budgets``."""
+    async def run(self, walk: Callable[..., Awaitable[_T]], arguments: dict[str, Any]) -> _T:
+        """The result of ``walk`` (a function of :mod:`sitewalk.api`) called with the walk
+        arguments ``arguments`` and this server's settings and delay; a walk that cannot be made
+        is an error the model can read, naming the tools' parameters."""
         options = self.options
-        return {"on_page": self.on_page, "on_page_stops": False, "settings": options.settings(),
-                "delay": options.delay, **budgets}
-
-    async def run(self, url: str | None, options: dict[str, Any], walk: Callable[[], Awaitable[_T]]) -> _T:
-        """The result of ``walk()``, a walk of ``url`` with the walk arguments ``options``; a walk
-        that cannot be made is an error the model can read, naming the tools' parameters."""
         try:
             # The API checks them too, in the words of Python callers.
-            WalkConfig.from_mapping({"seed": url, **options}, MCP)
-            return await walk()
+            WalkConfig.from_mapping(arguments, MCP)
+            return await walk(on_page=self.on_page, on_page_stops=False, settings=options.settings(),
+                              delay=options.delay, **arguments)
         except SeedError as exc:
             raise ToolError(seed_error(exc)) from None
         except SitewalkError as exc:
