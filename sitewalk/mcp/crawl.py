@@ -24,15 +24,17 @@ __all__ = ["crawl_tool", "grep_tool"]
 
 Tool = Callable[..., Awaitable[CallToolResult]]
 
+# What a model needs to know of both tools' walks, said once.
+_WALK = (
+    "The walk stays on url's origin, breadth first, until it runs out of pages or a limit stops it. Notices "
+    "after the listing say what was skipped, failed, stopped or cut, and what would change that."
+)
+
 
 def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
     """The web_crawl tool of a server with ``options``, its cut outputs kept in ``cursors``."""
 
     async def web_crawl(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        """List the pages of a web site, breadth first from a URL: one line per fetched page,
-        `URL STATUS SIZE — TITLE` (SIZE e.g. 13 kB), then notices about anything skipped, failed or cut
-        (a cut listing's notice names the cursor that continues it). The walk's report is the
-        structured result."""
         if arguments["cursor"] is not None:
             return _continue(options, cursors, CRAWL, arguments["cursor"])
         walk = ToolWalk(ctx, options, arguments["max_pages"])
@@ -49,17 +51,14 @@ def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
                         bounded_report(report, options.max_output_chars), unit="pages", narrow=narrow)
         return part(output, options, cursors)
 
-    return tool(CRAWL, options, web_crawl, WalkReport)
+    return tool(CRAWL, options, web_crawl, WalkReport,
+                "List a web site's pages from url, one line each: `URL STATUS SIZE — TITLE`. " + _WALK)
 
 
 def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:
     """The web_grep tool of a server with ``options``, its cut outputs kept in ``cursors``."""
 
     async def web_grep(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        """Search the visible text of a web site's pages, walked breadth first from a URL, for a
-        pattern: matching lines grouped by page (`N: line`, context lines `N- line`), then notices
-        about anything skipped, failed or cut (a cut listing's notice names the cursor that
-        continues it). The walk's report is the structured result."""
         if arguments["cursor"] is not None:
             return _continue(options, cursors, GREP, arguments["cursor"])
         if arguments["pattern"] is None:
@@ -77,7 +76,9 @@ def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:
                         bounded_report(report, options.max_output_chars), unit="lines", narrow=narrow)
         return part(output, options, cursors)
 
-    return tool(GREP, options, web_grep, WalkReport)
+    return tool(GREP, options, web_grep, WalkReport,
+                "Search a web site's pages from url for pattern: their matching text lines by page, `N: line` "
+                "(context `N- line`). " + _WALK)
 
 
 async def _grep(grep: str, **arguments: Any) -> tuple[list[Match], Report]:

@@ -9,32 +9,32 @@ from typing import Any
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from sitewalk.api import walk_async
 from sitewalk.config import WalkConfig
 from sitewalk.mcp.cursors import size
 from sitewalk.mcp.options import ServerOptions
 from sitewalk.mcp.parameters import FETCH, tool, walk_arguments
+from sitewalk.mcp.schemas import output_schema
 from sitewalk.mcp.walk import ToolWalk
 
 __all__ = ["FetchResult", "fetch_tool", "page_text"]
 
 
 class FetchResult(BaseModel):
-    """The page web_fetch fetched, and which part of its content the text holds."""
+    # No docstring: pydantic would make it the schema's description, which the fields say.
+    model_config = ConfigDict(json_schema_extra=output_schema)
 
-    url: str = Field(description="The URL asked for.")
-    final_url: str = Field(description="The page's URL after redirects.")
-    status: int = Field(description="The HTTP status of the answer.")
-    content_type: str | None = Field(description="Its media type, e.g. text/html.")
-    title: str | None = Field(description="The page's title (HTML pages).")
-    bytes: int = Field(description="Body bytes fetched.")
-    length: int | None = Field(description="Characters of the page's content; null when it is not text.")
-    start_index: int = Field(description="Where the text's part of the content starts.")
-    next_start_index: int | None = Field(
-        description="The start_index of the next part; null when the text holds the content to its end."
-    )
+    url: str
+    final_url: str
+    status: int
+    content_type: str | None
+    title: str | None
+    bytes: int
+    length: int | None = Field(description="Characters of content; null if the page is not text.")
+    start_index: int
+    next_start_index: int | None = Field(description="null: the text reaches the content's end.")
 
 
 def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult]]:
@@ -42,11 +42,6 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
     cap = options.max_output_chars
 
     async def web_fetch(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        """Read one web page: an HTML page as Markdown (headings, paragraphs, lists, links, tables,
-        code), a text page (plain text, JSON, XML) as it is. A long page is cut at max_length and
-        a notice names the start_index that continues it. Fetched like a walk of one page: the
-        same address guard, robots.txt and budgets. Status, final URL and title are the
-        structured result."""
         url, start_index, main_content = arguments["url"], arguments["start_index"], arguments["main_content"]
         walk = ToolWalk(ctx, options, 1, read=lambda page: (page, page.content("markdown", main_content=main_content)))
         await walk.run(walk_async, {
@@ -82,7 +77,9 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
         structured["next_start_index"] = end if end < len(text) else None
         return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
 
-    return tool(FETCH, options, web_fetch, FetchResult)
+    return tool(FETCH, options, web_fetch, FetchResult,
+                "Read one web page: HTML as Markdown, a text page (plain text, JSON, XML) as it is. Content "
+                "longer than max_length is cut; a notice names the start_index that continues it.")
 
 
 def page_text(content: str, start: int, length: int, budget: int, notes: list[str], url: str) -> tuple[str, int]:

@@ -62,50 +62,44 @@ def _walk(name: str, tools: tuple[str, ...], description: str | None = None, max
     return Parameter(name, _TYPES[name], field, tools, walk=name)
 
 
-_START = ("The http(s) URL to start from. Only pages on its origin (scheme, host, port) are walked; links to "
-          "other sites are not followed.")
-
-# Every parameter of every tool, in the order the schemas list them. A walk argument the tools
-# pass on is one _walk() line here.
+# Every parameter of every tool, in the order the schemas list them, each described in the
+# words a model needs. A walk argument the tools pass on is one _walk() line here.
 PARAMETERS = (
-    Parameter("url", str, lambda _: Field(description="The http(s) URL of the page to read."), (FETCH,), walk="seed"),
-    Parameter("url", str | None, lambda _: Field(default=None, description=_START + " Required unless cursor is given."),
-              _WALKS, walk="seed"),
+    Parameter("url", str, lambda _: Field(description="The http(s) URL of the page."), (FETCH,), walk="seed"),
+    Parameter("url", str | None, lambda _: Field(
+        default=None, description="The http(s) URL to start from; required unless cursor is given.",
+    ), _WALKS, walk="seed"),
     Parameter("pattern", str | None, lambda _: Field(
         default=None, min_length=1, max_length=MAX_LENGTH,
-        description="Regular expression in RE2 syntax (Python's, without look-around or backreferences), or "
-        "plain text with fixed_strings, searched for in each page's visible text, line by line. Required "
-        "unless cursor is given.",
+        description="RE2 regex (no look-around or backreferences), or plain text with fixed_strings, matched per "
+        "line of each page's visible text; required unless cursor is given.",
     ), (GREP,), walk="grep"),
     Parameter("cursor", str | None, lambda _: Field(
-        default=None,
-        description="The cursor a cut output's notice names: returns the next part of that walk's output, "
-        "without walking again (the other parameters are then not needed).",
+        default=None, description="The cursor a cut output's notice names, for its next part; valid for this server "
+        "session.",
     ), _WALKS),
     Parameter("start_index", int, lambda _: Field(
-        default=0, ge=0, description="The character of the content to start at: the start_index a cut "
-        "page's notice names continues it.",
+        default=0, ge=0, description="Character of the content to start at.",
     ), (FETCH,)),
     Parameter("max_length", int, lambda options: Field(
         default=min(_FETCH_LENGTH, options.max_output_chars), ge=1, le=options.max_output_chars,
-        description="Most characters of content to return (fewer when the notices need the room).",
+        description="Most characters of content to return.",
     ), (FETCH,)),
-    _walk("main_content", (FETCH,), default=True,
-          description="Only the page's main content, without navigation, header, footer and sidebars; false "
-          "for the whole page."),
-    _walk("max_matches", (GREP,)),
-    _walk("ignore_case", (GREP,)),
-    _walk("context", (GREP,), maximum=_MAX_CONTEXT),
-    _walk("fixed_strings", (GREP,)),
-    _walk("max_depth", _WALKS),
-    _walk("max_pages", _WALKS),
-    _walk("deadline", _WALKS),
-    _walk("max_bytes", _WALKS),
-    _walk("concurrency", _WALKS),
-    _walk("include", _WALKS),
-    _walk("exclude", _WALKS),
-    _walk("no_parent", _WALKS),
-    _walk("sitemap", _WALKS),
+    _walk("main_content", (FETCH,), "Only the main content: no navigation, header, footer or sidebars.",
+          default=True),
+    _walk("max_matches", (GREP,), "Stop after this many matching lines."),
+    _walk("ignore_case", (GREP,), "Match regardless of case."),
+    _walk("context", (GREP,), "Lines shown before and after each match.", maximum=_MAX_CONTEXT),
+    _walk("fixed_strings", (GREP,), "pattern is plain text, not a regex."),
+    _walk("max_depth", _WALKS, "Link hops from url: 0 = url only."),
+    _walk("max_pages", _WALKS, "Most pages to fetch, url included."),
+    _walk("deadline", _WALKS, "Seconds the walk may take."),
+    _walk("max_bytes", _WALKS, "Most body bytes to download."),
+    _walk("concurrency", _WALKS, "Requests in flight; >1 only on sites you own."),
+    _walk("include", _WALKS, "Follow only links whose path+query match this RE2 regex."),
+    _walk("exclude", _WALKS, "Skip links whose path+query match this RE2 regex."),
+    _walk("no_parent", _WALKS, "Follow only links at or below url's directory."),
+    _walk("sitemap", _WALKS, "Also walk the site's sitemap URLs."),
 )
 
 
@@ -121,10 +115,11 @@ def walk_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 Run = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
 
 
-def tool(name: str, options: ServerOptions, run: Run, returns: type) -> Callable[..., Awaitable[CallToolResult]]:
+def tool(name: str, options: ServerOptions, run: Run, returns: type,
+         description: str) -> Callable[..., Awaitable[CallToolResult]]:
     """``run(ctx, arguments)`` as the SDK reads a tool: a signature of the parameters ``name``
-    takes, each with this server's bounds (the schema the model reads is the schema a call is
-    validated against), and ``returns`` as the model of its structured result."""
+    takes, each with this server's bounds (a call is validated against the bounds the model
+    reads), ``returns`` as the model of its structured result, ``description`` as its docstring."""
 
     async def call(ctx: Context, **arguments: Any) -> CallToolResult:
         return await run(ctx, arguments)
@@ -136,5 +131,5 @@ def tool(name: str, options: ServerOptions, run: Run, returns: type) -> Callable
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         parameters, return_annotation=typing.Annotated[CallToolResult, returns]
     )
-    call.__name__, call.__doc__ = name, run.__doc__
+    call.__name__, call.__doc__ = name, description
     return call

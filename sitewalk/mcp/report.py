@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sitewalk.items import Report
 from sitewalk.mcp.cursors import size
+from sitewalk.mcp.schemas import output_schema
 
 __all__ = ["LISTED", "WalkReport", "bounded_report"]
 
@@ -21,37 +22,24 @@ _TYPES = typing.get_type_hints(Report)
 _LISTS = tuple(spec.name for spec in dataclasses.fields(Report) if typing.get_origin(_TYPES[spec.name]) is list)
 # What the model needs told of the report's fields; the others say it by their name.
 _DESCRIPTIONS = {
-    "origin": "scheme://host[:port] of the seed's final URL; only it was walked.",
-    "fetched": "Pages fetched (any HTTP status), the seed included.",
-    "stopped": "null when the walk ran out of pages; else what stopped it with pages left: max-pages, deadline, "
-    "max-bytes, callback (web_grep: max_matches reached) or interrupted.",
-    "error": "The start URL's failure (url, kind, reason); null when it was fetched.",
-    "failures": "Pages that could not be fetched: url, kind, reason, found_on.",
-    "robots_skipped": "Pages robots.txt disallows, not fetched.",
-    "unvisited": "Known pages within max_depth that a stop left unfetched.",
-    "out_of_scope": "Links on the origin that include, exclude or no_parent left out.",
-    "sitemaps": "The sitemap files read (sitemap=true).",
-    "broken_links": "Links that answered 4xx or 5xx or failed, most linked first: url, status, kind, reason, "
-    "inlinks, linked_from (the first 10 pages linking to it).",
-    "bytes": "Body bytes fetched.",
-    "elapsed_s": "Seconds the walk took.",
+    "stopped": "null: out of pages. Else what stopped the walk with pages left: max-pages, deadline, max-bytes, "
+    "callback (max_matches reached) or interrupted.",
 }
 
 
 def _model() -> type[BaseModel]:
-    """The report's fields as the core :class:`~sitewalk.items.Report` declares them, each list
-    followed by its ``<list>_total``: a field added to the report is in the schema too."""
+    """The report's fields as the core :class:`~sitewalk.items.Report` types them, each list
+    followed by its ``<list>_total``: a field added to the report is in the schema too. Every
+    field is required: the structured content always holds them all (the listed schema does not
+    say so again, :func:`~sitewalk.mcp.schemas.output_schema`)."""
     fields: dict[str, Any] = {}
     for spec in dataclasses.fields(Report):
         fields[spec.name] = (_TYPES[spec.name], Field(description=_DESCRIPTIONS.get(spec.name)))
         if spec.name in _LISTS:
             fields[f"{spec.name}_total"] = (int, ...)
     return create_model(
-        "WalkReport",
-        __config__=ConfigDict(title="Report", json_schema_extra={
-            "description": f"The walk's report; each list holds at most {LISTED} entries (fewer when the output "
-            "cap needs the room), its <list>_total counts them all.",
-        }),
+        "WalkReport", __config__=ConfigDict(json_schema_extra=output_schema),
+        __doc__=f"The walk's report. Each list: at most {LISTED} entries; <list>_total counts all.",
         **fields,
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import Tool, ToolAnnotations
 from pydantic import ValidationError
 
 from sitewalk import __version__
@@ -17,6 +17,7 @@ from sitewalk.mcp.cursors import Cursors
 from sitewalk.mcp.errors import argument_errors, unknown_parameter
 from sitewalk.mcp.fetch import fetch_tool
 from sitewalk.mcp.options import ServerOptions
+from sitewalk.mcp.schemas import listed_input
 
 __all__ = ["build_server"]
 
@@ -36,6 +37,12 @@ class _ToolServer(MCPServer):
         self.parameters[name] = [parameter for parameter in inspect.signature(fn).parameters if parameter != "ctx"]
         self.add_tool(fn, name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
                       annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools, their input schemas as :func:`~sitewalk.mcp.schemas.listed_input` lists them:
+        a model reads every character of a tool list before it asks anything."""
+        return [tool.model_copy(update={"input_schema": listed_input(tool.input_schema)})
+                for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         known = self.parameters.get(name)
