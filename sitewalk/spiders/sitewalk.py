@@ -13,7 +13,7 @@ from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreac
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
 from sitewalk.links import UTF8_CHARSETS
-from sitewalk.pagereader import Reader
+from sitewalk.pagereader import ReaderPool
 from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
@@ -59,7 +59,7 @@ class SitewalkSpider(Spider):
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=job, surface=surface)
-        self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
+        self._reader = ReaderPool(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
 
