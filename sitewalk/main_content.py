@@ -312,18 +312,19 @@ def _remove_site_name(root: LexborNode, parts: set[str]) -> None:
     names = {_name(part) for part in parts} - {""}
     if len(names) < 2:
         return
-    # A block with more text than the longest name (spaces and signs aside, twice over) is none.
+    # A block with more text than the longest name (signs aside, twice over) is none. Its text is
+    # measured with its spaces collapsed: the source's indentation is no text (Doxygen indents its
+    # project name's table by some 30 spaces and newlines, longer than a short name).
     longest = 2 * max(len(part) for part in parts) + 20
     node = root
     while True:
-        first, raw = next(((block, text) for block in _blocks(node) if (text := block.text(deep=True)).strip()),
-                          (None, ""))
+        first, text = next(((block, text) for block in _blocks(node) if (text := _text(block))), (None, ""))
         if first is None or first.tag not in _BANNER_TAGS:
             return
-        if len(raw) > longest:
+        if len(text) > longest:
             node = first  # more than a name: the name may be in it
             continue
-        name = _name(raw)
+        name = _name(text)
         if name in names:
             others = {_name(part) for part in parts if _name(part) != name}
             others |= {_name(part.split()[0]) for part in parts if _name(part) != name}
