@@ -19,8 +19,9 @@ and compares every page's main content with the page's HTML file, as the generat
   there twice), summed over the site's pages.
 
 Words are runs of letters and digits, lower case; the content's link targets and titles
-(``](url "title")``) are not words. sitewalk knows nothing of these selectors: its rules
-come from the page's structure (sitewalk/main_content.py).
+(``](url "title")``) are not words, nor are the numbers Markdown gives an ordered list's
+items ("2. "), which the HTML's text does not hold. sitewalk knows nothing of these
+selectors: its rules come from the page's structure (sitewalk/main_content.py).
 
 Run it with the project's Python; nginx (nginx-light) and the seven doc packages must be
 installed (``apt-get install nginx-light python3.11-doc python-django-doc postgresql-doc-15
@@ -85,10 +86,27 @@ _WORD = re.compile(r"\w+")
 # A link's target and title in Markdown: ](url "title"), the title's quotes escaped inside it.
 _TARGET = re.compile(r'\]\((?:<[^>]*>|[^)\s]*)(?:\s+"(?:[^"\\]|\\.)*")?\)')
 RUN = 4
+# The number of an ordered list's item, which the Markdown writes ("2. ") and the HTML's text does
+# not hold (Markdown escapes a paragraph's own "2." as "2\."); code blocks keep theirs.
+_LIST_NUMBER = re.compile(r"^([ \t>]*)\d+[.)][ \t]")
+_FENCE = re.compile(r"^[ \t>]*(```|~~~)")
 
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
+
+
+def content_words(content: str) -> list[str]:
+    """The words of a page's Markdown, without its link targets and its ordered lists' numbers."""
+    lines = []
+    fenced = False
+    for line in _TARGET.sub("]", content).split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            line = _LIST_NUMBER.sub(r"\1", line)
+        lines.append(line)
+    return words("\n".join(lines))
 
 
 def node_words(tree: LexborHTMLParser, selector: str) -> list[list[str]]:
@@ -124,7 +142,7 @@ def score_page(source: Path, content: str, generator: Generator, score: Score, u
             break
     if not article:
         return
-    kept_tokens = words(_TARGET.sub("]", content))
+    kept_tokens = content_words(content)
     score.pages += 1
     wanted = Counter(article)
     kept = sum((wanted & Counter(kept_tokens)).values())
