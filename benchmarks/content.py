@@ -75,8 +75,10 @@ SITES = (
               "div.navbar, div.bs-sidebar, footer, div.modal", ("div[role=main]",)),
     Generator("Doxygen", "doxygen-doc", "/usr/share/doc/doxygen/html", "/index.html",
               "#top, #side-nav, #nav-path, address.footer, div.summary", ("div.header, div.contents",)),
+    # gtk-doc's navigation tables are the body's; a book's index page has one more in its title
+    # page that holds only the book's title, no link: the page's heading, not navigation.
     Generator("gtk-doc", "libglib2.0-doc", "/usr/share/gtk-doc/html", "/glib/index.html",
-              "table.navigation, div.footer", ("body > :not(table.navigation):not(.footer)",)),
+              "body > table.navigation, div.footer", ("body > :not(table.navigation):not(.footer)",)),
     Generator("AsciiDoc", "git-doc", "/usr/share/doc/git-doc", "/git.html",
               "#footer", ("#header, #content", "body")),
 )
