@@ -21,7 +21,7 @@ and compares every page's main content with the page's HTML file, as the generat
 Words are runs of letters and digits, lower case; the content's link targets and titles
 (``](url "title")``) are not words, nor are the numbers Markdown gives an ordered list's
 items ("2. "), which the HTML's text does not hold. sitewalk knows nothing of these
-selectors: its rules come from the page's structure (sitewalk/main_content.py).
+selectors: its rules come from the page's structure (sitewalk/main_content/).
 
 Run it with the project's Python; nginx (nginx-light) and the seven doc packages must be
 installed (``apt-get install nginx-light python3.11-doc python-django-doc postgresql-doc-15
