@@ -248,10 +248,13 @@ def write_results(text: str, options: argparse.Namespace) -> None:
                f"script's docstring):\n\n{text}\n")
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     start = old.find(heading)
-    if start < 0:
+    table_start = old.find("\n|", start)
+    if start < 0 or table_start < 0:
         new = old.rstrip("\n") + "\n\n" + section
     else:
-        end = old.find("\n## ", start + len(heading))
+        # The heading, its lead and its table only: what follows the table (notes on the pages
+        # counted, the speed subsection) is written by hand and stays.
+        end = old.find("\n\n", table_start)
         new = old[:start] + section + (old[end + 1:] if end >= 0 else "")
     RESULTS.write_text(new, encoding="utf-8")
 
