@@ -32,9 +32,11 @@ def compare(results: Results, tools: Tools, work: str, site: Site, runs: int) ->
             results.runs.append(tools.sitewalk(work, site))
 
 
-def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern: str, runs: int) -> None:
+def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern: str, runs: int,
+                  smoke: bool = False) -> None:
     """Index mode against grep mode at the default max_matches, with ``pattern`` (plain text, which
-    it never reaches) and the same pattern as a regular expression (its first letter as a class)."""
+    it never reaches) and the same pattern as a regular expression (its first letter as a class),
+    and the index walk's variants; with ``smoke``, index and grep only."""
     regex = f"[{pattern[0]}]{pattern[1:]}"
     print(f"{work}: sitewalk index vs grep={pattern!r} and grep={regex!r} (default max_matches)", flush=True)
     extras = {"sitewalk index": [], "sitewalk grep": ["-a", f"grep={pattern}"], "sitewalk grep-regex": ["-a", f"grep={regex}"],
@@ -45,7 +47,8 @@ def grep_vs_index(results: Results, tools: Tools, work: str, site: Site, pattern
               # The same, main content only, and main content saved as files (issue 22).
               "sitewalk index-main": ["-a", "content=markdown", "-a", "main_content=true"],
               "sitewalk index-save": ["-a", "save_dir=saved", "-a", "main_content=true"]}
-    for tool in rounds(tuple(extras), runs):
+    modes = ("sitewalk index", "sitewalk grep") if smoke else tuple(extras)
+    for tool in rounds(modes, runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=extras[tool]))
 
 
