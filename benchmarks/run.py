@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 *grep_table(results, grep_work), "",
                 "A plain-text pattern lets the walk tell, from a page's source, that the page cannot match, "
                 "so the next page downloads while it is read; a regular expression makes each page wait until "
-                "its lines are read and counted (sitewalk.text.Absence).", ""]
+                "its lines are read and counted (sitewalk.absence.Absence).", ""]
     if any(r.work.startswith("mem ") for r in results.runs):
         out += ["## Memory", "", *memory_table(results), ""]
     worked_as = {"docs": docs_work, "gen20k": gen_work, "grep": grep_work}

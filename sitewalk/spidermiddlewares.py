@@ -103,7 +103,7 @@ class GrepMiddleware(WalkComponent):
     stops (``stopped == "callback"``) and no further page is requested. The walk's gate asks
     :meth:`may_stop` about the pages in hand: this consumer answers with the exact match count of
     those read, and for a plain-text pattern tells at once, from its source, a page that cannot
-    match (:class:`sitewalk.text.Absence`), so the next page downloads while it is read.
+    match (:class:`sitewalk.absence.Absence`), so the next page downloads while it is read.
 
     Stats: ``sitewalk/grep/pages``, ``sitewalk/grep/skipped`` (not text, or not 2xx),
     ``sitewalk/grep/matches``.

@@ -10,12 +10,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from sitewalk import patterns
+from sitewalk.absence import Absence
 from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.hints import CLI
 from sitewalk.linkreport import LinkBook
-from sitewalk.text import Absence
 
 if TYPE_CHECKING:
     from collections.abc import Callable
