@@ -154,6 +154,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     from scrapy.crawler import AsyncCrawlerRunner
 
     from sitewalk.extensions import WalkReport
+    from sitewalk.pipelines import CallbackPipeline
     from sitewalk.spiders.sitewalk import SitewalkSpider
 
     settings = _settings(call.settings)
@@ -179,9 +180,10 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
         _STOPPING.add(stopping)
         stopping.add_done_callback(_STOPPING.discard)
         raise
+    callback = crawler.get_item_pipeline(CallbackPipeline)
+    if callback is not None and callback.error is not None:
+        raise callback.error
     walk = crawler.spider.walk  # type: ignore[union-attr]
-    if walk.error is not None:
-        raise walk.error
     if walk.results.seed_error is not None:
         url, failed = walk.results.seed_error
         raise SeedError(failed.seed_message(url, API), url=url, kind=failed.kind, reason=failed.reason, fix=failed.fix)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
@@ -18,7 +18,6 @@ from sitewalk.hints import CLI
 from sitewalk.linkreport import LinkBook
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.hints import Surface
-    from sitewalk.items import Page
     from sitewalk.jobs import JobState
     from sitewalk.tickets import Ticket
 
@@ -76,8 +74,6 @@ class Walk:
         self,
         config: WalkConfig,
         *,
-        on_page: Callable[[Page], Any] | None = None,
-        on_page_stops: bool = True,
         job: str | None = None,
         surface: Surface = CLI,
     ) -> None:
@@ -86,8 +82,6 @@ class Walk:
         self.surface = surface
         # The scrapyd job id (scrapyd's ``_job`` argument), if the walk is one.
         self.job = job
-        self.on_page = on_page
-        self.on_page_stops = on_page_stops
         self.frontier = Frontier(Scope(
             include=patterns.compile(config.include, name="include") if config.include is not None else None,
             exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
@@ -106,8 +100,6 @@ class Walk:
         )
         # The journal's state this walk goes on from (JOBDIR), else None.
         self.resumed: JobState | None = None
-        # An exception raised by on_page: it ends the walk and is raised again to the API's caller.
-        self.error: BaseException | None = None
         self._stop: str | None = None
         self._stop_always = False
         self._halting: CallLaterResult | None = None
@@ -154,10 +146,6 @@ class Walk:
         self.results.failures.append(failed.record(url, found_on))
         stats.inc_value("sitewalk/failures")
         stats.inc_value(f"sitewalk/failures/{failed.kind}")
-
-    def fail(self, error: BaseException) -> None:
-        self.error = error
-        self.stop("error", left_unfetched=True)
 
     def restore(self, state: JobState) -> None:
         """Go on from the walk JOBDIR's journal records. Links its pages at ``max_depth`` held

@@ -58,7 +58,11 @@ class SitewalkSpider(Spider):
         # scrapyd job's parameters, else scrapy crawl's -a and -s.
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
-        self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=job, surface=surface)
+        self.walk = Walk(config, job=job, surface=surface)
+        # The API's callback, and whether it may stop the walk: spider arguments, which its
+        # pipeline (sitewalk.pipelines.CallbackPipeline) takes.
+        self.on_page = on_page
+        self.on_page_stops = on_page_stops
         self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
