@@ -10,7 +10,6 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from sitewalk import patterns
-from sitewalk.absence import Absence
 from sitewalk.budget import Budget
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
@@ -49,14 +48,12 @@ HALT_GRACE = 0.5
 @dataclass
 class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
-    what consumers count across a resumed walk (the grep match budget spent), the sitemap
-    files read and the links of the pages fetched (not kept across a resumed walk)."""
+    the sitemap files read and the links of the pages fetched (not kept across a resumed walk)."""
 
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     # The seed's URL and why it could not be fetched, when it could not.
     seed_error: tuple[str, Failed] | None = None
-    consumers: dict[str, int] = field(default_factory=dict)
     sitemaps: list[str] = field(default_factory=list)
     # Every fetched page and its links, for the inlinks of broken links (sitewalk.linkreport).
     links: LinkBook = field(default_factory=LinkBook)
@@ -91,13 +88,6 @@ class Walk:
         self.gate = Gate(config.delay, config.concurrency)
         self.gate.when_done(self._request_done)
         self.results = Results()
-        # For grep with a plain-text pattern: which pages cannot match, told from their source;
-        # they are neither read for lines nor waited for by the gate.
-        self.absence = (
-            Absence.of(config.grep, fixed_strings=config.fixed_strings, ignore_case=config.ignore_case)
-            if config.grep is not None
-            else None
-        )
         # The journal's state this walk goes on from (JOBDIR), else None.
         self.resumed: JobState | None = None
         self._stop: str | None = None
@@ -156,7 +146,6 @@ class Walk:
                 self.frontier.admit(links, depth, found_on)
         self.results.failures.extend(state.failures)
         self.results.robots_skipped.extend(state.robots_skipped)
-        self.results.consumers.update(state.consumers)
         self.budget.resume(state.pages, state.bytes, state.elapsed)
         self.resumed = state
 

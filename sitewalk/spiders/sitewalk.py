@@ -15,6 +15,7 @@ from sitewalk.items import Page, count, page_of
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
 from sitewalk.sitemaps import Sitemaps
+from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -66,6 +67,8 @@ class SitewalkSpider(Spider):
         self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
+        # The grep consumer, which tells the pages whose lines it needs (known once the engine runs).
+        self._grep: GrepMiddleware | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -86,6 +89,7 @@ class SitewalkSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
+        self._grep = self.crawler.get_spider_middleware(GrepMiddleware)
         walk = self.walk
         frontier, gate = walk.frontier, walk.gate
         # The page that linked here, as a browser says: Scrapy's RefererMiddleware sees only the
@@ -202,12 +206,12 @@ class SitewalkSpider(Spider):
         markup = response.body if utf8 else response.text
         successful = 200 <= page.status < 300
         walk = self.walk
-        absence = walk.absence
+        grep = self._grep
         read, tree = await self._reader.read(
             markup, response.url,
             links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links
                                   or walk.config.link_report),
-            lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
+            lines=successful and walk.config.consumer == "grep" and (grep is None or grep.needs_lines(page)),
             content=successful, encoding=None if utf8 else page.encoding,
         )
         config = walk.config
