@@ -133,7 +133,7 @@ class WalkReport(WalkComponent):
             fetched=walk.budget.pages,
             stopped=stopped,
             error=_error(walk.results.seed_error),
-            failures=list(walk.results.failures),
+            failures=[failure.record() for failure in walk.results.failures],
             robots_skipped=list(walk.results.robots_skipped),
             # Pages a halt kept from the consumers first: they were next in the walk's order.
             unvisited=walk.gate.dropped() + walk.frontier.unvisited() if stopped else [],
@@ -235,7 +235,7 @@ class WalkJournal(WalkComponent):
             "held": changes.held,
             "done": [url for url in popped if url not in pending],
             "origin": changes.origin,
-            "failures": failures[self._failures:],
+            "failures": [failure.record() for failure in failures[self._failures:]],
             "robots_skipped": skipped[self._skipped:],
             "consumers": self._consumers(),
             "out_of_scope": walk.frontier.out_of_scope,

@@ -11,6 +11,7 @@ from scrapy.utils.asyncio import call_later
 
 from sitewalk import patterns
 from sitewalk.budget import Budget
+from sitewalk.failures import PageFailure
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.hints import CLI
@@ -50,7 +51,7 @@ class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
     the sitemap files read and the links of the pages fetched (not kept across a resumed walk)."""
 
-    failures: list[dict[str, str | None]] = field(default_factory=list)
+    failures: list[PageFailure] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     # The seed's URL and why it could not be fetched, when it could not.
     seed_error: tuple[str, Failed] | None = None
@@ -133,7 +134,7 @@ class Walk:
 
     def page_failed(self, url: str, found_on: str | None, failed: Failed, stats: StatsCollector) -> None:
         """Record that the page ``url`` (found on ``found_on``) failed, and count it in ``stats``."""
-        self.results.failures.append(failed.record(url, found_on))
+        self.results.failures.append(PageFailure.of(url, found_on, failed))
         stats.inc_value("sitewalk/failures")
         stats.inc_value(f"sitewalk/failures/{failed.kind}")
 
@@ -144,7 +145,7 @@ class Walk:
         for links, depth, found_on in state.held:
             if depth <= self.config.max_depth:
                 self.frontier.admit(links, depth, found_on)
-        self.results.failures.extend(state.failures)
+        self.results.failures.extend(PageFailure.from_record(record) for record in state.failures)
         self.results.robots_skipped.extend(state.robots_skipped)
         self.budget.resume(state.pages, state.bytes, state.elapsed)
         self.resumed = state
