@@ -60,15 +60,12 @@ class SitewalkSpider(Spider):
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
         self.walk = Walk(config, job=job, surface=surface)
-        # The API's callback, and whether it may stop the walk: spider arguments, which its
-        # pipeline (sitewalk.pipelines.CallbackPipeline) takes.
-        self.on_page = on_page
-        self.on_page_stops = on_page_stops
+        # The API's callback and whether it may stop the walk, for CallbackPipeline.
+        self.on_page, self.on_page_stops = on_page, on_page_stops
         self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
-        # The grep consumer, which tells the pages whose lines it needs (known once the engine runs).
-        self._grep: GrepMiddleware | None = None
+        self._grep: GrepMiddleware | None = None  # set in start(): which pages' lines grep needs
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
