@@ -49,13 +49,15 @@ HALT_GRACE = 0.5
 @dataclass
 class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
-    the sitemap files read and the links of the pages fetched (not kept across a resumed walk)."""
+    the sitemap files read and those fetched and not read (url, kind, reason), and the links of
+    the pages fetched (not kept across a resumed walk)."""
 
     failures: list[PageFailure] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     # The seed's URL and why it could not be fetched, when it could not.
     seed_error: tuple[str, Failed] | None = None
     sitemaps: list[str] = field(default_factory=list)
+    sitemaps_not_read: list[dict[str, str]] = field(default_factory=list)
     # Every fetched page and its links, for the inlinks of broken links (sitewalk.linkreport).
     links: LinkBook = field(default_factory=LinkBook)
 
