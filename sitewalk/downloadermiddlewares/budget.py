@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BudgetMiddleware"]
 
-# Where Scrapy warns of a download larger than its max size, and how.
+# Where Scrapy warns of a download larger than its max size, and how: while it downloads, and
+# while it decompresses a body sent with a Content-Encoding.
 _HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
 _MAXSIZE_WARNING = "bytes which is larger than download max size"
+_COMPRESSION_LOGGER = logging.getLogger("scrapy.downloadermiddlewares.httpcompression")
+_DECOMPRESSION_WARNING = "during decompression."
 
 
 class BudgetMiddleware(WalkComponent):
@@ -37,9 +40,10 @@ class BudgetMiddleware(WalkComponent):
     too but are not pages.
 
     A page cut off by max_bytes is the walk's own stop, which its summary tells: Scrapy's
-    warning that the download exceeds its max size is kept out of the log for those requests
-    (a filter on the HTTP handler's logger while the walk runs; Scrapy has no other way to
-    silence it). A page larger than DOWNLOAD_MAXSIZE keeps Scrapy's warning.
+    warnings that the download, or its body as it is decompressed (Content-Encoding), exceeds
+    its max size are kept out of the log for those requests (filters on the HTTP handler's and
+    HttpCompressionMiddleware's loggers while the walk runs; Scrapy has no other way to silence
+    them). A page larger than DOWNLOAD_MAXSIZE keeps Scrapy's warnings.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -48,7 +52,12 @@ class BudgetMiddleware(WalkComponent):
         self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         # How Scrapy's warning names each request whose size limit is the budget's, while it is downloaded.
         self._budget_bound: set[str] = set()
+        # How HttpCompressionMiddleware's warning names each response whose size limit is the
+        # budget's, from its download until it is decompressed.
+        self._budget_bound_responses: set[str] = set()
         _HANDLER_LOGGER.addFilter(self._not_budget_cut)
+        _COMPRESSION_LOGGER.addFilter(self._not_budget_cut_decompressed)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def process_request(self, request: Request) -> None:
@@ -70,14 +79,28 @@ class BudgetMiddleware(WalkComponent):
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")
+        if request.meta.get("sitewalk_budget_maxsize") and response.headers.get(b"Content-Encoding"):
+            self._budget_bound_responses.add(f"Ignored response {response} ")
         return response
+
+    def response_received(self, response: Response) -> None:
+        self._budget_bound_responses.discard(f"Ignored response {response} ")
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         self._budget_bound.discard(f"in request {request}.")
 
     def spider_closed(self) -> None:
         _HANDLER_LOGGER.removeFilter(self._not_budget_cut)
+        _COMPRESSION_LOGGER.removeFilter(self._not_budget_cut_decompressed)
 
     def _not_budget_cut(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not (_MAXSIZE_WARNING in message and message.endswith(tuple(self._budget_bound)))
+
+    def _not_budget_cut_decompressed(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.endswith(_DECOMPRESSION_WARNING):
+            return True
+        said = next((name for name in self._budget_bound_responses if message.startswith(name)), None)
+        self._budget_bound_responses.discard(said or "")
+        return said is None
