@@ -73,16 +73,27 @@ def sitewalk_tool(n: int) -> str:
     return f"sitewalk c={n}"
 
 
+# Scrapy fetching the walk's pages from a list, this many at a time (benchmarks/floor.py).
+FLOOR_CONCURRENCY = 8
+FLOOR_TOOL = f"scrapy floor c={FLOOR_CONCURRENCY}"
+
+
 def tool_names(levels: Sequence[int]) -> tuple[str, ...]:
-    return ("wget", f"wget2 t={WGET2_THREADS}", *(sitewalk_tool(n) for n in levels))
+    return ("wget", f"wget2 t={WGET2_THREADS}", *(sitewalk_tool(n) for n in levels), FLOOR_TOOL)
 
 
 def walk(results: Results, tools: Tools, work: str, site: Site, levels: Sequence[int], runs: int) -> None:
     """wget, wget2 and sitewalk at each concurrency level over ``site``, in rotating rounds."""
     print(f"{work}: {', '.join(tool_names(levels))} from {site.url}", flush=True)
     by_name = {sitewalk_tool(n): n for n in levels}
+    # The floor's list: the pages a walk of the site requests (one walk beforehand, not measured).
+    listing = tools.sitewalk(work, site, tool="listing", extra=["-a", f"concurrency={FLOOR_CONCURRENCY}"])
+    paths = tools.tmp / f"paths-{len(results.runs)}.txt"
+    paths.write_text("\n".join(listing.paths) + "\n", encoding="utf-8")
     for tool in rounds(tool_names(levels), runs):
-        if tool == "wget":
+        if tool == FLOOR_TOOL:
+            results.runs.append(tools.floor(work, site, paths, FLOOR_CONCURRENCY, FLOOR_TOOL))
+        elif tool == "wget":
             results.runs.append(tools.wget(work, site))
         elif tool.startswith("wget2"):
             results.runs.append(tools.wget2(work, site, WGET2_THREADS, tool=tool))
@@ -200,6 +211,11 @@ def verdicts(results: Results, rtt_works: dict[float, str], loopback: str, mem_w
         if eight and wget2:
             lines.append(f"- {work}: sitewalk c=8 / wget2 t=8 = {eight / wget2:.2f} (target ≤ {target}): "
                          f"{mark(eight / wget2 <= target)}{note}")
+        floor = results.median(work, FLOOR_TOOL, "wall")
+        if eight and floor and wget2:
+            lines.append(f"  - for scale, not a target: {FLOOR_TOOL} (Scrapy fetching the same pages from a list, "
+                         f"reading nothing) / wget2 t=8 = {floor / wget2:.2f}; sitewalk c=8 / {FLOOR_TOOL} = "
+                         f"{eight / floor:.2f}")
     one = results.median(loopback, sitewalk_tool(1), "wall")
     eight = results.median(loopback, sitewalk_tool(8), "wall")
     wget = results.median(loopback, "wget", "wall")

@@ -135,6 +135,16 @@ class Tools:
                 "-s", "LOG_LEVEL=WARNING", "-s", f"USER_AGENT={agent}", "-O", "out.jsonl"]
         return measure(work, "baseline", site, argv, run_dir, agent, self.plain_env)
 
+    def floor(self, work: str, site: Site, paths: Path, concurrency: int, tool: str) -> Run:
+        """Scrapy fetching the pages in ``paths`` (one path a line) from ``site``, ``concurrency`` at
+        a time, reading nothing (benchmarks/floor.py): what any Scrapy-based walker costs at least."""
+        run_dir, agent = self.next_run("floor")
+        argv = [sys.executable, "-m", "scrapy", "runspider", str(HERE / "floor.py"), "-a", f"base={site.origin}",
+                "-a", f"paths={paths}", "-s", f"CONCURRENT_REQUESTS={concurrency}",
+                "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "-s", "LOG_LEVEL=WARNING",
+                "-s", f"USER_AGENT={agent}", "-O", "out.jsonl"]
+        return measure(work, tool, site, argv, run_dir, agent, self.plain_env)
+
     def sitewalk_argv(self, site: Site, agent: str, max_pages: int = 100_000, extra: Sequence[str] = ()) -> list[str]:
         return [
             "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site.url}", "-a", "max_depth=100",
