@@ -58,12 +58,7 @@ def latency(site: Site, rtt: float) -> Iterator[Site]:
             raise SystemExit(f"the latency proxy did not start (it said {line!r})")
         yield dataclasses.replace(site, port=int(line.rsplit(":", 1)[1]))
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop(process, signal.SIGTERM)
 
 
 # -- experiments

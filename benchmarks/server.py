@@ -107,12 +107,17 @@ def nginx(sites: Sequence[Site]) -> Iterator[None]:
         yield
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGQUIT)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, signal.SIGQUIT)
+
+
+def stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], signum: int) -> None:
+    """Send ``signum`` (the process's own way to stop) and wait; kill it after 10 s."""
+    process.send_signal(signum)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _interrupt(signum: int, frame: object) -> None:
