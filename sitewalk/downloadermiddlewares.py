@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from twisted.python.failure import Failure
 
 from sitewalk import guard
 from sitewalk.failures import Failed, OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -87,14 +89,14 @@ class AddressGuardMiddleware:
 class SameOriginMiddleware(WalkComponent):
     """Keeps the walk on the origin of the seed's final URL (after its redirects).
 
-    The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to another
-    host walks that host. Any later request off that origin, which can only be a redirect since the
-    frontier admits same-origin links only, is refused with the reason
-    ``redirected off-origin to <url>``.
+    The seed and its redirect hops (meta ``sitewalk_seed``) pass, and link checks (check_links): a
+    seed that redirects to another host walks that host. Any later request off that origin, which
+    can only be a redirect since the frontier admits same-origin links only, is refused with the
+    reason ``redirected off-origin to <url>``.
     """
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META):
+        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META) or request.meta.get(CHECK_META):
             return
         if self.walk.frontier.same_origin(request.url):
             return
@@ -112,7 +114,8 @@ class RobotsTxtMiddleware:
     that cannot be fetched at all (connection error, timeout), disallows everything (RFC 9309
     §2.3.1.4: the crawler MUST assume complete disallow). A refused page raises
     :class:`RobotsDisallowed`, a page of a host whose robots.txt could not be read
-    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``.
+    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``; a request
+    with Scrapy's ``dont_obey_robotstxt`` meta (a link check on another site) is not checked.
 
     Stats: ``robotstxt/request_count``, ``robotstxt/response_status_count/<status>``,
     ``robotstxt/forbidden``, ``sitewalk/robots/unreachable``.
@@ -132,7 +135,7 @@ class RobotsTxtMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_META):
+        if request.meta.get(ROBOTS_META) or request.meta.get("dont_obey_robotstxt"):
             return
         rules = await self._rules(request)
         if isinstance(rules, Failed):
@@ -183,8 +186,8 @@ class BudgetMiddleware(WalkComponent):
     holds it until the walk's pace lets it start.
 
     Every request to the site (pages, robots.txt, sitemaps, redirect hops, a page asked again
-    after a 429) waits here until ``delay`` seconds after the previous one started and until a
-    pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
+    after a 429, link checks; not a link check on another site, paced by :mod:`sitewalk.linkcheck`)
+    waits here until ``delay`` seconds after the previous one started and until a pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
     meanwhile is dropped (listed as unvisited). Then it sets meta ``download_timeout`` to the
     seconds left before the deadline and ``download_maxsize`` to the body bytes left under
     max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE), and ``sitewalk_started`` to
@@ -209,7 +212,9 @@ class BudgetMiddleware(WalkComponent):
 
     async def process_request(self, request: Request) -> None:
         gate = self.walk.gate
-        await gate.may_start()
+        walk_paced = request.meta.get(CHECK_META) != OTHER_ORIGIN
+        if walk_paced:
+            await gate.may_start()
         if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
             raise Dropped
         budget = self.walk.budget
@@ -222,7 +227,7 @@ class BudgetMiddleware(WalkComponent):
             request.meta["sitewalk_budget_maxsize"] = budget_bound
             if budget_bound:
                 self._budget_bound.add(f"in request {request}.")
-        request.meta["sitewalk_started"] = gate.request_started()
+        request.meta["sitewalk_started"] = gate.request_started() if walk_paced else time.monotonic()
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")

@@ -20,6 +20,7 @@ from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
+from sitewalk.linkcheck import LinkChecker
 from sitewalk.linkreport import write_junit
 from sitewalk.state import WalkComponent
 
@@ -143,6 +144,9 @@ class WalkReport(WalkComponent):
         )
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)
+        if (checker := self.crawler.get_spider_middleware(LinkChecker)) is not None:
+            verdicts = checker.all_verdicts(verdicts)
+            report.unchecked_links = checker.unchecked()
         report.broken_links = book.broken(verdicts)
         if report.broken_links:
             self.crawler.stats.set_value("sitewalk/links/broken", len(report.broken_links))

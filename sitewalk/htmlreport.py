@@ -216,6 +216,9 @@ def _not_fetched(report: Report, config: WalkConfig, surface: Surface) -> list[s
         ("guard", "Refused by the address guard (allow their network with SITEWALK_GUARD_ALLOW_NETWORKS)", guarded),
         ("unvisited", f"Known but not fetched when the walk ended ({stop})", report.unvisited),
     ]
+    if config.check_links:
+        groups.append(("unchecked", "Links not checked (past SITEWALK_LINKCHECK_MAX_CHECKS, or left when the walk "
+                       "ended)", report.unchecked_links))
     out = ['<h2 id="not-fetched">Not fetched</h2>',
            f"<p>Out of scope (include, exclude, no_parent): {report.out_of_scope} links.</p>"]
     for key, heading, urls in groups:

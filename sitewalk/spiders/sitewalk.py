@@ -12,6 +12,7 @@ from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
+from sitewalk.linkcheck import LinkChecker
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import Reader
 from sitewalk.sitemaps import Sitemaps
@@ -125,6 +126,9 @@ class SitewalkSpider(Spider):
         # The requests in flight are the budget's: their pages go through, and their links tell
         # whether the stop left anything unfetched (as they do one request at a time).
         await gate.drained()
+        # Links still being checked (check_links) are the walk's too: it ends once they are.
+        if (checker := self.crawler.get_spider_middleware(LinkChecker)) is not None:
+            await checker.finished()
         # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
         stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
