@@ -28,6 +28,7 @@ from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkR
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.linkcheck import LinkChecker
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
+from sitewalk.progress import TerminalProgress
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
@@ -69,6 +70,7 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
     ("EXTENSIONS", WalkJournal, 10),
+    ("EXTENSIONS", TerminalProgress, 10),
     # In the place of Scrapy's: an exporter's exception is the page's failure.
     ("EXTENSIONS", FeedExporter, None),
     ("EXTENSIONS", WalkFeedExporter, 0),
