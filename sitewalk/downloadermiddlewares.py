@@ -1,4 +1,5 @@
-"""Downloader middlewares of the walk: same origin, robots.txt, and the shared budget per request."""
+"""Downloader middlewares of the walk: the address guard's reasons (in :mod:`sitewalk.guard.middleware`,
+beside the guard), same origin, robots.txt, and the shared budget per request."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
-from scrapy.exceptions import CannotResolveHostError, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
 from scrapy.robotstxt import ProtegoRobotParser
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.error import DNSLookupError
 from twisted.python.failure import Failure
 
-from sitewalk import guard
-from sitewalk.failures import Failed, OffOrigin, Refused, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.failures import Failed, OffOrigin, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.guard.middleware import AddressGuardMiddleware
 from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import TICKET, Dropped, Ticket
@@ -43,47 +43,6 @@ ROBOTS_META = "sitewalk_robots"
 # Where Scrapy warns of a download larger than its max size, and how.
 _HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
 _MAXSIZE_WARNING = "bytes which is larger than download max size"
-
-
-class AddressGuardMiddleware:
-    """The address guard's reasons, for every request, robots.txt and redirect hops included.
-
-    The enforcement is :class:`sitewalk.guard.GuardResolver` (TWISTED_DNS_RESOLVER), which sees
-    every address a connection is made to. This middleware refuses early what the URL itself
-    shows (an IP literal in any spelling outside the allowed networks) and turns the resolver's
-    refusal of a host name into the readable reason. It registers the crawl's
-    ``SITEWALK_GUARD_ALLOW_NETWORKS`` with the resolver for as long as the crawl runs.
-    """
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._networks = guard.parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
-        guard.allow_networks_for_crawl(self, self._networks)
-        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
-    def engine_stopped(self) -> None:
-        guard.release_crawl(self)
-
-    def process_request(self, request: Request) -> None:
-        host = urlparse_cached(request).hostname or ""
-        address = guard.literal_ip(host)
-        if address is not None:
-            reason = guard.refusal(address, self._networks)
-            if reason is not None:
-                self.crawler.stats.inc_value("sitewalk/guard/refused")
-                raise Refused(reason, str(address))
-
-    def process_exception(self, request: Request, exception: Exception) -> None:
-        if isinstance(exception, (CannotResolveHostError, DNSLookupError)):
-            address = guard.last_refusal(urlparse_cached(request).hostname or "")
-            if address is not None:
-                self.crawler.stats.inc_value("sitewalk/guard/refused")
-                reason = guard.refusal(address, self._networks) or f"refused address {address}"
-                raise Refused(reason, address) from None
 
 
 class SameOriginMiddleware(WalkComponent):
