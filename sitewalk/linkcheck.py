@@ -172,14 +172,25 @@ class LinkChecker(WalkComponent):
             self._workers[host] = asyncio.ensure_future(self._work(queue))
 
     async def _work(self, queue: deque[str]) -> None:
+        """Check the URLs of one host (and port), one request at a time, ``delay`` apart (on the
+        walk's origin, its Crawl-delay too, besides the walk's own pace)."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
+        loop = asyncio.get_running_loop()
+        started = float("-inf")
         while queue:
             url = queue.popleft()
             other = not self.walk.frontier.same_origin(url)
-            verdict = await self._ask(url, "HEAD", other)
-            if verdict is not None and verdict.status in _HEAD_REFUSED:
-                verdict = await self._ask(url, "GET", other)
+            verdict = None
+            for method in ("HEAD", "GET"):
+                delay = self._delay if other else max(self._delay, self.walk.gate.delay)
+                while (wait := started + delay - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                async with self._slots:
+                    started = loop.time()
+                    verdict = await self._ask(url, method, other)
+                if verdict is None or verdict.status not in _HEAD_REFUSED:
+                    break
             if verdict is not None:
                 self.verdicts[url] = verdict
                 self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
@@ -191,12 +202,9 @@ class LinkChecker(WalkComponent):
         if other:
             # Scrapy's own key: one request per link, no robots.txt of the other site.
             meta.update({CHECK_META: OTHER_ORIGIN, "dont_obey_robotstxt": True})
-            await asyncio.sleep(self._delay)
         request = Request(url, method=method, callback=NO_CALLBACK, meta=meta)
-        assert self._slots is not None
         try:
-            async with self._slots:
-                response = await self.crawler.engine.download_async(request)
+            response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - any failure to fetch it is the link's verdict
             failure = Failure(exc)
             if self.walk.budget.cut_off(failure, request) is not None:
