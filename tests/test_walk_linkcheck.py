@@ -172,3 +172,24 @@ def test_check_links_from_a_config_file_and_scrapy_crawl(make_site, tmp_path):
                      *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 3, result.stderr
     assert requests_of(other) == Counter({("HEAD", "/x"): 1, ("HEAD", "/y"): 1})
+
+
+def test_checks_on_another_host_are_paced_by_delay(make_site, tmp_path):
+    other = make_site({})
+    site = make_site({"/": {"links": [other(f"/{n}") for n in range(3)]}})
+    walk(site("/"), delay=0.3, check_links=True, settings=LOOPBACK)
+    times = [entry["time"] for entry in other.requests()]
+    assert len(times) == 3
+    # Server-side arrival times: 0.3 s apart at least (a little less for the clocks' grain).
+    assert all(later - earlier >= 0.28 for earlier, later in zip(times, times[1:], strict=False))
+
+
+def test_the_deadline_leaves_checks_unchecked(make_site, tmp_path):
+    other = make_site({"/slow": {"sleep": 20}})
+    site = make_site({"/": {"links": [other("/slow"), other("/later")]}})
+    report = walk(site("/"), delay=0, deadline=2, check_links=True, settings=LOOPBACK)
+    # Cut off at the deadline: not broken, not checked; the walk itself had ended.
+    assert report.elapsed_s < 10
+    assert report.broken_links == []
+    assert report.unchecked_links == [other("/slow"), other("/later")]
+    assert [entry["path"] for entry in other.requests()] == ["/slow"]
