@@ -17,7 +17,7 @@ from twisted.python.failure import Failure
 
 from sitewalk.failures import describe
 from sitewalk.items import Page
-from sitewalk.linkreport import Verdict, http_reason
+from sitewalk.linkreport import BROKEN_KINDS, Verdict, http_reason
 from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.state import WalkComponent
 
@@ -108,10 +108,10 @@ class LinkChecker(WalkComponent):
     at the headers), and never followed: a redirect is its verdict (not broken), no links are
     read from it. The requests go through Scrapy's downloader, so the address guard, the
     deadline and the site's cookies apply as to pages; they are not pages (not in max_pages,
-    max_bytes, the feeds nor the walk's order). On another origin, robots.txt is not asked (one
-    request per link) and requests to one host and port start ``delay`` seconds apart, one at a
-    time, at most :data:`IN_FLIGHT` over all hosts; on the walk's origin they keep the walk's
-    pace and its robots.txt. A same-origin link with a fragment (``page.html#intro``) is broken
+    max_bytes, the feeds nor the walk's order). Requests to one host and port go one at a time,
+    their starts ``delay`` seconds apart, at most :data:`IN_FLIGHT` over all hosts. On another
+    origin robots.txt is not asked (one request per link); on the walk's origin they also keep
+    the walk's pace and obey its robots.txt. A same-origin link with a fragment (``page.html#intro``) is broken
     when the page it names was fetched and has no element with that id (nor ``<a name>``).
 
     At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
@@ -148,7 +148,12 @@ class LinkChecker(WalkComponent):
 
     async def _read(self, page: Page) -> None:
         utf8 = (page.encoding or "").lower() in UTF8_CHARSETS
-        targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url)
+        try:
+            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url)
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be read gives nothing to check
+            logger.warning("%s could not be read for check_links (%s: %s): its links are not checked",
+                           page.final_url, type(exc).__name__, exc)
+            return
         frontier = self.walk.frontier
         for url in (page.url, page.final_url):
             self._pages.setdefault(url, (page.status, targets.ids))
@@ -196,7 +201,7 @@ class LinkChecker(WalkComponent):
                 self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
 
     async def _ask(self, url: str, method: str, other: bool) -> Verdict | None:
-        """One request for ``url``; its verdict, or None when the walk's budget cut it off or
+        """One request for ``url``; its verdict, or None when the walk's budget cut it off, or
         robots.txt disallows it (not checked)."""
         meta: dict[str, Any] = {CHECK_META: True, "dont_redirect": True, "handle_httpstatus_all": True}
         if other:
@@ -210,7 +215,8 @@ class LinkChecker(WalkComponent):
             if self.walk.budget.cut_off(failure, request) is not None:
                 return None
             failed = describe(failure, request)
-            return None if failed.kind == "robots" else Verdict(url, None, failed.kind, failed.reason)
+            # A failure that says nothing of the link (robots.txt, DOWNLOAD_MAXSIZE): not checked.
+            return Verdict(url, None, failed.kind, failed.reason) if failed.kind in BROKEN_KINDS else None
         status = response.status
         reason = http_reason(status)
         location = response.headers.get(b"Location")
