@@ -193,3 +193,22 @@ def test_the_deadline_leaves_checks_unchecked(make_site, tmp_path):
     assert report.broken_links == []
     assert report.unchecked_links == [other("/slow"), other("/later")]
     assert [entry["path"] for entry in other.requests()] == ["/slow"]
+
+
+def test_a_link_to_a_port_nothing_listens_on_is_refused(make_site, unused_port):
+    dead = f"http://127.0.0.1:{unused_port}/x"
+    site = make_site({"/": {"links": [dead]}})
+    report = walk(site("/"), delay=0, check_links=True, settings=LOOPBACK)
+    assert [(row["url"], row["status"], row["kind"]) for row in report.broken_links] == [(dead, None, "refused")]
+
+
+def test_the_walks_robots_txt_applies_to_its_own_resources_only(make_site):
+    robots = {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /private/\n"}
+    other = make_site({"/robots.txt": robots})
+    site = make_site({"/robots.txt": robots,
+                      "/": {"body": f'<img src="/private/i.png"><img src="{other("/private/i.png")}">'}})
+    report = walk(site("/"), delay=0, check_links=True, settings=LOOPBACK)
+    # Not asked on the walk's site (listed as unchecked); on the other site, one request, no robots.txt.
+    assert report.unchecked_links == [site("/private/i.png")]
+    assert site.paths() == ["/"]
+    assert requests_of(other) == Counter({("HEAD", "/private/i.png"): 1})
