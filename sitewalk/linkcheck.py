@@ -183,11 +183,13 @@ class LinkChecker(WalkComponent):
             self._slots = asyncio.Semaphore(IN_FLIGHT)
         loop = asyncio.get_running_loop()
         started = float("-inf")
-        while queue:
+        while queue and not self._over():
             url = queue.popleft()
             other = not self.walk.frontier.same_origin(url)
             verdict = None
             for method in ("HEAD", "GET"):
+                if self._over():
+                    break
                 delay = self._delay if other else max(self._delay, self.walk.gate.delay)
                 while (wait := started + delay - loop.time()) > 0:
                     await asyncio.sleep(wait)
@@ -205,8 +207,10 @@ class LinkChecker(WalkComponent):
         robots.txt disallows it (not checked)."""
         meta: dict[str, Any] = {CHECK_META: True, "dont_redirect": True, "handle_httpstatus_all": True}
         if other:
-            # Scrapy's own key: one request per link, no robots.txt of the other site.
-            meta.update({CHECK_META: OTHER_ORIGIN, "dont_obey_robotstxt": True})
+            # Scrapy's own keys: no robots.txt of the other site (one request per link), and a
+            # downloader slot per host and port (Scrapy's are per host name: a site on another port
+            # of the walk's host would wait behind its pages).
+            meta.update({CHECK_META: OTHER_ORIGIN, "dont_obey_robotstxt": True, "download_slot": ada_url.URL(url).host})
         request = Request(url, method=method, callback=NO_CALLBACK, meta=meta)
         try:
             response = await self.crawler.engine.download_async(request)
@@ -225,6 +229,10 @@ class LinkChecker(WalkComponent):
             self.walk.results.links.redirects.append((url, target, status))
             reason = f"{reason}, to {target}"
         return Verdict(url, status, "http", reason)
+
+    def _over(self) -> bool:
+        """Whether the walk halted or its deadline passed: no check starts any more."""
+        return self.walk.halting or self.walk.budget.seconds_left() <= 0
 
     def headers_received(self, request: Request) -> None:
         """A GET that checks a link needs the status only: its body is not downloaded."""

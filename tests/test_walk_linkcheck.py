@@ -176,12 +176,14 @@ def test_check_links_from_a_config_file_and_scrapy_crawl(make_site, tmp_path):
 
 def test_checks_on_another_host_are_paced_by_delay(make_site, tmp_path):
     other = make_site({})
-    site = make_site({"/": {"links": [other(f"/{n}") for n in range(3)]}})
-    walk(site("/"), delay=0.3, check_links=True, settings=LOOPBACK)
+    site = make_site({"/": {"links": [other(f"/{n}") for n in range(4)]}})
+    walk(site("/"), delay=0.4, check_links=True, settings=LOOPBACK)
     times = [entry["time"] for entry in other.requests()]
-    assert len(times) == 3
-    # Server-side arrival times: 0.3 s apart at least (a little less for the clocks' grain).
-    assert all(later - earlier >= 0.28 for earlier, later in zip(times, times[1:], strict=False))
+    assert len(times) == 4
+    # Arrival times at the server (unpaced, they would arrive together): 0.4 s apart, less the
+    # grain of a loaded machine; the first, on a new connection (a new server thread), may be late.
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert all(gap >= 0.3 for gap in gaps[1:]) and times[-1] - times[0] >= 1.0, times
 
 
 def test_the_deadline_leaves_checks_unchecked(make_site, tmp_path):
