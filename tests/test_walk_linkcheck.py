@@ -5,6 +5,7 @@ same-origin links, the address guard, the checks' budget, and the JUnit file."""
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter
 
 import pytest
@@ -12,7 +13,7 @@ from junitparser import Failure, JUnitXml
 
 from sitewalk import walk
 from sitewalk.linkcheck import fragment_found, read_targets
-from tests.conftest import LOOPBACK, allow_loopback, run_cli, run_sitewalk
+from tests.conftest import LOOPBACK, allow_loopback, run_cli, run_sitewalk, start_cli, wait_for_pages
 
 # The other origin: a page, a 404, a HEAD refused (405, then GET), a redirect, a dead
 # connection, a stylesheet; its pages link on (never followed).
@@ -214,3 +215,20 @@ def test_the_walks_robots_txt_applies_to_its_own_resources_only(make_site):
     assert report.unchecked_links == [site("/private/i.png")]
     assert site.paths() == ["/"]
     assert requests_of(other) == Counter({("HEAD", "/private/i.png"): 1})
+
+
+def test_ctrl_c_while_links_are_checked_ends_the_walk(make_site, tmp_path):
+    # The pages are done at once (max_pages=1: a stop); the checks of the other site take 0.5 s each.
+    other = make_site({f"/{n}": {"sleep": 0.5} for n in range(20)})
+    site = make_site({"/": {"links": ["/a", *(other(f"/{n}") for n in range(20))]}, "/a": {}})
+    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-a", "max_pages=1", "-a", "check_links=true",
+                        "-a", "report=r.json", *allow_loopback(), cwd=tmp_path)
+    wait_for_pages(other, 2, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    checked = len(other.requests())
+    # The checks that had not started are listed; none started after the interruption.
+    assert 2 <= checked < 20 and len(report["unchecked_links"]) >= 20 - checked
+    assert report["unchecked_links"][-1] == other("/19")
