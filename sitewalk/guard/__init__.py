@@ -1,8 +1,7 @@
 """Address guard: never connect to a non-public IP address unless its network is allowed.
 
 ``addresses`` decides which addresses are public and reads the address a URL's host spells in
-any form; ``resolver`` enforces it where every connection is made (TWISTED_DNS_RESOLVER);
-``middleware`` (the walk's downloader middleware) turns its refusals into readable reasons.
+any form; ``resolver`` enforces it where every connection is made (TWISTED_DNS_RESOLVER).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ Tool = Callable[..., Awaitable[CallToolResult]]
 
 # What a model needs to know of both tools' walks, said once.
 _WALK = (
-    "The walk stays on url's origin, breadth first, until it runs out of pages or a limit stops it. Notices "
-    "after the listing say what was skipped, failed, stopped or cut, and what would change that."
+    "The walk stays on url's origin, breadth first, until it runs out of pages or a limit stops it; notices "
+    "after the listing say what was skipped, failed or cut, and what would change that."
 )
 
 
@@ -77,7 +77,7 @@ def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:
         return part(output, options, cursors)
 
     return tool(GREP, options, web_grep, WalkReport,
-                "Search a web site's pages from url for pattern: their matching text lines by page, `N: line` "
+                "Search the text of a web site's pages from url for pattern: matching lines by page, `N: line` "
                 "(context `N- line`). " + _WALK)
 
 

@@ -78,8 +78,8 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
         return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
 
     return tool(FETCH, options, web_fetch, FetchResult,
-                "Read one web page: HTML as Markdown, a text page (plain text, JSON, XML) as it is. Content "
-                "longer than max_length is cut; a notice names the start_index that continues it.")
+                "Read one web page: HTML as Markdown, text (plain, JSON, XML) as it is. Content longer than "
+                "max_length is cut; a notice names the start_index that continues it.")
 
 
 def page_text(content: str, start: int, length: int, budget: int, notes: list[str], url: str) -> tuple[str, int]:

@@ -75,8 +75,7 @@ PARAMETERS = (
         "line of each page's visible text; required unless cursor is given.",
     ), (GREP,), walk="grep"),
     Parameter("cursor", str | None, lambda _: Field(
-        default=None, description="The cursor a cut output's notice names, for its next part; valid for this server "
-        "session.",
+        default=None, description="From a cut output's notice: gets its next part (valid this server session).",
     ), _WALKS),
     Parameter("start_index", int, lambda _: Field(
         default=0, ge=0, description="Character of the content to start at.",

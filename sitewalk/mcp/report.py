@@ -22,8 +22,8 @@ _TYPES = typing.get_type_hints(Report)
 _LISTS = tuple(spec.name for spec in dataclasses.fields(Report) if typing.get_origin(_TYPES[spec.name]) is list)
 # What the model needs told of the report's fields; the others say it by their name.
 _DESCRIPTIONS = {
-    "stopped": "null: out of pages. Else what stopped the walk with pages left: max-pages, deadline, max-bytes, "
-    "callback (max_matches reached) or interrupted.",
+    "stopped": "null, or what stopped the walk with pages left: max-pages, deadline, max-bytes, callback "
+    "(max_matches reached) or interrupted.",
 }
 
 
@@ -39,7 +39,7 @@ def _model() -> type[BaseModel]:
             fields[f"{spec.name}_total"] = (int, ...)
     return create_model(
         "WalkReport", __config__=ConfigDict(json_schema_extra=output_schema),
-        __doc__=f"The walk's report. Each list: at most {LISTED} entries; <list>_total counts all.",
+        __doc__=f"The walk's report. A list holds at most {LISTED} entries; <list>_total counts all.",
         **fields,
     )
 

@@ -27,7 +27,8 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
 
 def output_schema(schema: dict[str, Any]) -> None:
     """A result model's schema (pydantic's ``json_schema_extra``), changed in place: no titles, no
-    required list (every field is always there) and a nullable field as ``"type": [T, "null"]``."""
+    required list (every field is always there), a record as an object without the types of its
+    values, and a nullable field as ``"type": [T, "null"]``."""
     schema.pop("title", None)
     schema.pop("required", None)
     for name, field in schema["properties"].items():
@@ -40,7 +41,7 @@ def _nullable(schema: Any) -> Any:
         return [_nullable(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    schema = {key: _nullable(value) for key, value in schema.items()}
+    schema = {key: _nullable(value) for key, value in schema.items() if key != "additionalProperties"}
     arms = schema.get("anyOf", [])
     if len(arms) == 2 and _NULL in arms:
         arm = next(arm for arm in arms if arm != _NULL)

@@ -33,10 +33,11 @@ class _ToolServer(MCPServer):
         self.parameters: dict[str, list[str]] = {}
 
     def add_read_only_tool(self, fn: Callable[..., Any], name: str, title: str) -> None:
-        """Add the tool ``fn`` (its context parameter named ``ctx``), read-only on an open world."""
+        """Add the tool ``fn`` (its context parameter named ``ctx``), read-only."""
         self.parameters[name] = [parameter for parameter in inspect.signature(fn).parameters if parameter != "ctx"]
+        # openWorldHint is left out: its default, true, is what these tools are (they fetch from the web).
         self.add_tool(fn, name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
-                      annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+                      annotations=ToolAnnotations(read_only_hint=True))
 
     async def list_tools(self) -> list[Tool]:
         """The tools, their input schemas as :func:`~sitewalk.mcp.schemas.listed_input` lists them:

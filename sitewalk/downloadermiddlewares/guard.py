@@ -1,4 +1,4 @@
-"""The address guard's downloader middleware: its reasons, readable, for every request."""
+"""The address guard's reasons, for every request: an IP literal refused early, a refused host name said."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from scrapy.exceptions import CannotResolveHostError
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.error import DNSLookupError
 
+from sitewalk import guard
 from sitewalk.failures import Refused
-from sitewalk.guard.addresses import literal_ip, parse_networks, refusal
-from sitewalk.guard.resolver import allow_networks_for_crawl, last_refusal, release_crawl
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Request
 
 __all__ = ["AddressGuardMiddleware"]
 
@@ -34,8 +33,8 @@ class AddressGuardMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._networks = parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
-        allow_networks_for_crawl(self, self._networks)
+        self._networks = guard.parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
+        guard.allow_networks_for_crawl(self, self._networks)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     @classmethod
@@ -43,21 +42,21 @@ class AddressGuardMiddleware:
         return cls(crawler)
 
     def engine_stopped(self) -> None:
-        release_crawl(self)
+        guard.release_crawl(self)
 
     def process_request(self, request: Request) -> None:
         host = urlparse_cached(request).hostname or ""
-        address = literal_ip(host)
+        address = guard.literal_ip(host)
         if address is not None:
-            reason = refusal(address, self._networks)
+            reason = guard.refusal(address, self._networks)
             if reason is not None:
                 self.crawler.stats.inc_value("sitewalk/guard/refused")
                 raise Refused(reason, str(address))
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, (CannotResolveHostError, DNSLookupError)):
-            address = last_refusal(urlparse_cached(request).hostname or "")
+            address = guard.last_refusal(urlparse_cached(request).hostname or "")
             if address is not None:
                 self.crawler.stats.inc_value("sitewalk/guard/refused")
-                reason = refusal(address, self._networks) or f"refused address {address}"
+                reason = guard.refusal(address, self._networks) or f"refused address {address}"
                 raise Refused(reason, address) from None
