@@ -20,7 +20,6 @@ from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
-from sitewalk.linkcheck import LinkChecker
 from sitewalk.linkreport import write_junit
 from sitewalk.progress import terminal_handler
 from sitewalk.spidermiddlewares import MATCHES, GrepMiddleware
@@ -49,8 +48,8 @@ class WalkBudget(WalkComponent):
     The deadline counts from ``spider_opened``. A robots.txt ``Crawl-delay`` for
     ``ROBOTSTXT_USER_AGENT`` (``robots_parsed``) lengthens the delay between requests, never
     shortens it. A progress line goes to the log at each new depth and every
-    ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth; on a terminal,
-    :class:`sitewalk.progress.TerminalProgress` updates one line in place instead).
+    ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth; on a terminal
+    one line in place instead, :class:`sitewalk.progress.TerminalProgress`).
 
     Stats: ``sitewalk/budget/pages``, ``sitewalk/budget/bytes`` (counted by the spider).
 
@@ -78,7 +77,6 @@ class WalkBudget(WalkComponent):
         # The deadline stops the walk when it comes, whatever the walk is waiting for.
         self._deadline = call_later(max(self._budget.seconds_left(), 0), self._deadline_reached)
         self._tick.start(1.0, now=False)
-        # On a terminal the line is updated in place instead (sitewalk.progress).
         if self._interval > 0 and terminal_handler(self.crawler.settings) is None:
             self._progress.start(self._interval, now=False)
 
@@ -146,12 +144,10 @@ class WalkReport(WalkComponent):
             out_of_scope=walk.frontier.out_of_scope,
             sitemaps=list(walk.results.sitemaps),
             sitemaps_not_read=list(walk.results.sitemaps_not_read),
+            unchecked_links=list(walk.results.links.unchecked),
         )
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)
-        if (checker := self.crawler.get_spider_middleware(LinkChecker)) is not None:
-            verdicts = checker.all_verdicts(verdicts)
-            report.unchecked_links = checker.unchecked()
         report.broken_links = book.broken(verdicts)
         if report.broken_links:
             self.crawler.stats.set_value("sitewalk/links/broken", len(report.broken_links))

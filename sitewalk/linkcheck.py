@@ -117,7 +117,8 @@ class LinkChecker(WalkComponent):
     At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
     a halt (the deadline, an interruption) left, are :attr:`unchecked`. The spider awaits
     :meth:`finished` before the walk ends. Meta: :data:`CHECK_META`. Stats:
-    ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``.
+    ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
+    walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -252,21 +253,28 @@ class LinkChecker(WalkComponent):
                 break
             # A halt (the deadline, an interruption) is looked for between waits.
             await asyncio.wait(pending, timeout=0.1)
-        unchecked = len(self.unchecked())
+        unchecked = self.unchecked()
+        self.walk.results.links.links_checked({**self.verdicts, **self._fragment_verdicts()}, unchecked)
         if unchecked:
-            self.crawler.stats.set_value("sitewalk/linkcheck/unchecked", unchecked)
+            self.crawler.stats.set_value("sitewalk/linkcheck/unchecked", len(unchecked))
             logger.info("sitewalk: %d links not checked (the walk's end, or SITEWALK_LINKCHECK_MAX_CHECKS=%d)",
-                        unchecked, self._most)
+                        len(unchecked), self._most)
+
+    @classmethod
+    async def finished_in(cls, crawler: Crawler) -> None:
+        """:meth:`finished` of the walk ``crawler`` runs, if it checks links."""
+        checker = crawler.get_spider_middleware(cls)
+        if checker is not None:
+            await checker.finished()
 
     def unchecked(self) -> list[str]:
         """The URLs to check that were not: past the checks' budget, cut off by the walk's end, or
         disallowed by the walk origin's robots.txt."""
         return [url for url in self._wanted if url not in self.verdicts]
 
-    def all_verdicts(self, pages: dict[str, Verdict]) -> dict[str, Verdict]:
-        """The verdicts of the walk's pages (``pages``), of the links checked and of the links
-        with a fragment to a page fetched."""
-        verdicts = {**self.verdicts, **pages}
+    def _fragment_verdicts(self) -> dict[str, Verdict]:
+        """The verdicts of the links with a fragment to a page fetched."""
+        verdicts: dict[str, Verdict] = {}
         for url, fragment in self._fragments:
             known = self._pages.get(url)
             if known is None:

@@ -88,6 +88,9 @@ class LinkBook:
         self._page_of: dict[str, int] = {}
         # The first status of URLs whose redirects led to a page known already.
         self._redirected: dict[str, int] = {}
+        # With check_links: the verdicts of the links it checked, and the URLs it left unchecked.
+        self._checked: dict[str, Verdict] = {}
+        self.unchecked: list[str] = []
 
     def page_fetched(self, page: Page, links: list[str], meta: Mapping[str, Any]) -> None:
         """A page went through the walk with ``links`` (its response's ``meta`` has the download
@@ -128,6 +131,12 @@ class LinkBook:
             if len(first) < FIRST_INLINKS:
                 first.append(index)
 
+    def links_checked(self, verdicts: dict[str, Verdict], unchecked: list[str]) -> None:
+        """What check_links found (:mod:`sitewalk.linkcheck`): the verdicts of links to other
+        sites, of resources and of links with a fragment, and the URLs it did not check."""
+        self._checked.update(verdicts)
+        self.unchecked = unchecked
+
     def redirected_to_known(self, url: str, meta: Mapping[str, Any]) -> None:
         """A redirect led to ``url``, a page the walk knows already (so no page comes of it): its
         hops are kept, and the URL it started from answered with its status."""
@@ -152,9 +161,9 @@ class LinkBook:
         return self._inlinks[number], [self.pages[index].final_url for index in self._first[number]]
 
     def verdicts(self, failures: list[dict[str, str | None]], error: dict[str, str] | None = None) -> dict[str, Verdict]:
-        """What became of each URL the walk checked: each fetched page's status, and the failures
-        of :data:`BROKEN_KINDS` (``error``: the seed's)."""
-        found: dict[str, Verdict] = {}
+        """What became of each URL the walk checked: each fetched page's status, the failures of
+        :data:`BROKEN_KINDS` (``error``: the seed's), and the links check_links checked."""
+        found: dict[str, Verdict] = dict(self._checked)
         records: list[Mapping[str, str | None]] = [*failures, *([error] if error else [])]
         for record in records:
             url, kind = record["url"], record["kind"]
