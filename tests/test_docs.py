@@ -562,6 +562,29 @@ def test_report_the_html_report_command(make_site, tmp_path):
     assert "Broken links (2)" in text and "<script>" in text
 
 
+def test_report_the_link_check_command(make_site, tmp_path):
+    (check_walk,) = commands(section("docs/report.md", "Links to other sites, resources and fragments"))
+    other = make_site({"/ok": {}, "/no-head": {"methods": ["GET"]}})
+    site = make_site({
+        **REPORT_SITE,
+        "/": {"title": "Docs", "links": ["/guide", "/api#intro", other("/ok"), other("/gone"), other("/no-head")],
+              "body": '<img src="/logo.png">'},
+        "/api": {"title": "API", "body": '<h2 id="intro">Intro</h2>'},
+        "/logo.png": {"content_type": "image/png", "body": "png"},
+    })
+    result = run(on_site(check_walk, site), tmp_path)
+    assert result.returncode == 3, result.stderr
+    # The walk's pages in their order (GET), the resource checked (HEAD) at the walk's pace.
+    gets = [entry["path"] for entry in site.requests() if entry["method"] == "GET" and entry["path"] != "/robots.txt"]
+    assert gets == ["/", "/guide", "/api", "/gone", "/guide/old", "/api/v1"]
+    assert [entry["path"] for entry in site.requests() if entry["method"] == "HEAD"] == ["/logo.png"]
+    assert sorted((entry["method"], entry["path"]) for entry in other.requests()) == [
+        ("GET", "/no-head"), ("HEAD", "/gone"), ("HEAD", "/no-head"), ("HEAD", "/ok")]
+    failures = {case.name: case.result[0].type for suite in JUnitXml.fromfile(str(tmp_path / "links.xml"))
+                for case in suite if not case.is_passed}
+    assert failures == {site("/gone"): "http", site("/api/v1"): "http", other("/gone"): "http"}
+
+
 def test_report_the_ci_commands(make_site, tmp_path):
     text = section("docs/report.md", "Broken links in CI")
     ci_walk, scrapy_walk = commands(text)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from sitewalk.downloadermiddlewares.robots import ROBOTS_META
 from sitewalk.failures import OffOrigin
+from sitewalk.linkcheck import CHECK_META
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -17,14 +18,14 @@ __all__ = ["SameOriginMiddleware"]
 class SameOriginMiddleware(WalkComponent):
     """Keeps the walk on the origin of the seed's final URL (after its redirects).
 
-    The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to another
-    host walks that host. Any later request off that origin, which can only be a redirect since the
-    frontier admits same-origin links only, is refused with the reason
-    ``redirected off-origin to <url>``.
+    The seed and its redirect hops (meta ``sitewalk_seed``) pass, and link checks (check_links): a
+    seed that redirects to another host walks that host. Any later request off that origin, which
+    can only be a redirect since the frontier admits same-origin links only, is refused with the
+    reason ``redirected off-origin to <url>``.
     """
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META):
+        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META) or request.meta.get(CHECK_META):
             return
         if self.walk.frontier.same_origin(request.url):
             return
