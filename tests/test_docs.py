@@ -184,6 +184,19 @@ def test_readme_three_walks(make_site, tmp_path):
     assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
 
 
+def test_readme_in_ci(make_site, tmp_path):
+    (ci_walk,) = commands(section("README.md", "In CI"))
+    # The report's site, its home page showing an image that is not there.
+    site = make_site({**REPORT_SITE, "/": {**REPORT_SITE["/"], "body": "<img src='/logo.png' alt='logo'>"}})
+    result = run(on_site(ci_walk, site), tmp_path)
+    assert result.returncode == 3, result.stderr
+    # The four links to missing pages, and the image: checked once, with HEAD, never as a page.
+    assert JUnitXml.fromfile(str(tmp_path / "links.xml")).failures == 5
+    assert [(entry["method"], entry["path"]) for entry in site.requests() if entry["path"] == "/logo.png"] == [
+        ("HEAD", "/logo.png")]
+    assert len(site.paths()) == 7
+
+
 def test_walk_a_site(make_site, tmp_path):
     index, csv_walk, scrapy_walk = commands(section("docs/command.md", "Walk a site"))
     site = make_site(SITE)
