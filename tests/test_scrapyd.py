@@ -21,7 +21,8 @@ import pytest
 
 from tests.conftest import LOOPBACK, ROOT
 
-# One worker runs them all, so the fleet (a venv, two nodes, the egg) is built once per run.
+# One worker runs them all, so the fleet (a venv, two nodes, the egg: a session fixture, since the
+# worker may run other modules' tests between them) is built once per run.
 pytestmark = pytest.mark.xdist_group("scrapyd")
 
 PROJECT = "sitewalk"
@@ -226,7 +227,7 @@ def _scrapyd_deploy(project: Path, *args: str) -> str:
     return result.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Node]]:
     """Two scrapyd nodes, one with items_dir and one without, and the project deployed to both
     as a fleet is: the egg built once, then ``scrapyd-deploy -a`` to every target."""
