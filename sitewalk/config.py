@@ -28,7 +28,7 @@ from sitewalk.jobs import local_feeds
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["Argument", "WalkConfig", "argument", "arguments", "check_run", "parse_bool"]
+__all__ = ["RENDER_MODES", "Argument", "WalkConfig", "argument", "arguments", "check_run", "parse_bool"]
 
 # Arguments scrapyd adds to every job; they are not walk settings.
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
@@ -40,6 +40,8 @@ _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 # The arguments only the grep consumer reads.
 _GREP_OPTIONS = ("max_matches", "ignore_case", "fixed_strings", "context")
+# When a page is run in a browser (sitewalk.render).
+RENDER_MODES = ("never", "always")
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,11 @@ class WalkConfig:
                       "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
 
+    render: str = field(
+        default="never",
+        metadata=_arg("run each page in a browser (Chromium) and read what its scripts made of it: never or always"),
+    )
+
     @property
     def link_report(self) -> bool:
         """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``):
@@ -287,6 +294,8 @@ class WalkConfig:
                 raise SitewalkError(f"{name} is a field of index items: give it without {self.consumer}'s arguments")
         if self.content is not None and self.content not in MODES:
             raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {self.content!r}")
+        if self.render not in RENDER_MODES:
+            raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {self.render!r}")
         if self.main_content and self.content is None and self.save_dir is None:
             raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
         if self.regex is not None and self.css is None and self.xpath is None:
@@ -391,10 +400,15 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the paths it writes to (the report, the feeds, the save directory) and the sitewalk settings."""
+    the paths it writes to (the report, the feeds, the save directory), the browser ``render``
+    runs and the sitewalk settings."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
+    if config.render != "never":
+        from sitewalk.render.browser import chromium_path
+
+        chromium_path(settings, surface)
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))

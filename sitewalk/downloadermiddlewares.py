@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
+    "BROWSER_META", "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
     "SameOriginMiddleware", "WalkRedirectMiddleware",
 ]
 
 # Meta key of the robots.txt requests this module makes: they are not pages of the walk.
 ROBOTS_META = "sitewalk_robots"
+# Meta key of the requests a browser makes for a page it renders (sitewalk.render): the page's URL.
+BROWSER_META = "sitewalk_browser"
 # Where Scrapy warns of a download larger than its max size, and how.
 _HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
 _MAXSIZE_WARNING = "bytes which is larger than download max size"
@@ -90,11 +92,13 @@ class SameOriginMiddleware(WalkComponent):
     The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to another
     host walks that host. Any later request off that origin, which can only be a redirect since the
     frontier admits same-origin links only, is refused with the reason
-    ``redirected off-origin to <url>``.
+    ``redirected off-origin to <url>``. The requests a browser makes for a page it renders
+    (meta ``sitewalk_browser``) may go to any origin, as a browser's do: the guard and each
+    host's robots.txt still decide.
     """
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META):
+        if request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META) or request.meta.get(BROWSER_META):
             return
         if self.walk.frontier.same_origin(request.url):
             return
