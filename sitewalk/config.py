@@ -40,8 +40,8 @@ _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\0]")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 # The arguments only the grep consumer reads.
 _GREP_OPTIONS = ("max_matches", "ignore_case", "fixed_strings", "context")
-# When a page is run in a browser (sitewalk.render).
-RENDER_MODES = ("never", "always")
+# When a page is run in a browser (sitewalk.render): never, always, or when its HTML is an app shell.
+RENDER_MODES = ("never", "always", "auto")
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,8 @@ class WalkConfig:
 
     render: str = field(
         default="never",
-        metadata=_arg("run each page in a browser (Chromium) and read what its scripts made of it: never or always"),
+        metadata=_arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
+                      "or auto (only pages whose HTML is an app shell)"),
     )
 
     @property

@@ -1,4 +1,4 @@
-"""render=always over real HTTP: pages run in Debian's Chromium, every request it makes
+"""render=always/auto over real HTTP: pages run in Debian's Chromium, every request it makes
 fetched through the walk's guarded downloader, inside the walk's budgets.
 
 Only loopback is ever contacted. 127.0.0.1/32 is allowed (the suite's sites live there); the
@@ -249,6 +249,33 @@ def test_a_render_ends_at_the_deadline(make_site):
     assert report.elapsed_s < 30
 
 
+SHELL_AND_PLAIN = {
+    "/": {"title": "Plain", "links": ["/app"], "head": "<script src='/enhance.js'></script>",
+          "body": "<p>" + "A page of text that a person reads as it comes from the server. " * 10 + "</p>"},
+    "/enhance.js": {"content_type": "text/javascript", "body": "document.title = 'enhanced';"},
+    "/app": {"body": "<!DOCTYPE html><html><head><title>App</title><script defer src='/app.js'></script></head>"
+                     "<body><noscript>You need to enable JavaScript to run this app.</noscript><div id='root'></div></body></html>"},
+    "/app.js": {"content_type": "text/javascript",
+                "body": "document.getElementById('root').innerHTML = '<a href=\"/inside\">inside</a>';"},
+    "/inside": {"title": "Inside"},
+}
+
+
+def test_auto_renders_the_shell_and_leaves_the_plain_page(make_site):
+    site = make_site(SHELL_AND_PLAIN)
+    report, stats, pages = rendered(site("/"), render="auto", max_depth=2)
+    assert [(page.url, page.title) for page in pages] == [(site("/"), "Plain"), (site("/app"), "App"), (site("/inside"), "Inside")]
+    assert site.paths() == ["/", "/app", "/app.js", "/inside"]
+    assert stats["sitewalk/render/pages"] == 1 and stats["sitewalk/render/plain"] == 2
+
+
+def test_auto_on_a_site_without_shells_starts_no_browser(make_site):
+    site = make_site({"/": SHELL_AND_PLAIN["/"], "/app": {"title": "Not an app"}, "/enhance.js": SHELL_AND_PLAIN["/enhance.js"]})
+    report, stats, pages = rendered(site("/"), render="auto")
+    assert report.fetched == 2
+    assert "sitewalk/render/launches" not in stats and "sitewalk/render/pages" not in stats
+
+
 def test_the_browser_is_replaced_after_its_pages(make_site):
     site = make_site({"/": script_page("document.getElementById('root').innerHTML = "
                                        "['/1', '/2', '/3', '/4'].map(u => `<a href=${u}>${u}</a>`).join(' ');"),
@@ -262,6 +289,6 @@ def test_a_missing_browser_is_said_before_the_walk(make_site):
     site = make_site({"/": {"title": "Home"}})
     with pytest.raises(SitewalkError, match="render needs Chromium, and 'no-such-chromium' is not an executable"):
         walk(site("/"), render="always", settings={**LOOPBACK, "SITEWALK_RENDER_CHROMIUM": "no-such-chromium"})
-    with pytest.raises(SitewalkError, match="render must be one of never, always, got 'sometimes'"):
+    with pytest.raises(SitewalkError, match="render must be one of never, always, auto, got 'sometimes'"):
         walk(site("/"), render="sometimes", settings=LOOPBACK)
     assert site.requests() == []

@@ -4,5 +4,6 @@ makes fetched by the walk's own downloader, inside the walk's rules and budgets.
 from __future__ import annotations
 
 from sitewalk.render.downloadermiddlewares import RenderMiddleware
+from sitewalk.render.shell import looks_like_shell
 
-__all__ = ["RenderMiddleware"]
+__all__ = ["RenderMiddleware", "looks_like_shell"]

@@ -14,8 +14,10 @@ from scrapy.http import Headers, HtmlResponse
 from sitewalk.failures import RenderFailed
 from sitewalk.hints import CLI
 from sitewalk.items import FETCHED_BYTES, HTML_TYPES, media_type
+from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.render.browser import Browser, chromium_path
 from sitewalk.render.fetching import PageRun
+from sitewalk.render.shell import looks_like_shell
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import TICKET, Ticket
 
@@ -33,7 +35,8 @@ _SNAPSHOT_GRACE = 1.0
 
 
 class RenderMiddleware(WalkComponent):
-    """Runs the walk's pages in a browser (``render=always``), so that what the walk
+    """Runs the walk's pages in a browser (``render``: ``always``, or ``auto`` for the pages whose
+    HTML is an app shell, :func:`sitewalk.render.shell.looks_like_shell`), so that what the walk
     reads of a page (links, title, grep's lines, content) is its DOM once its scripts ran.
 
     Off (NotConfigured) with ``render=never``. A 2xx HTML page's response, after its redirects, is
@@ -54,7 +57,8 @@ class RenderMiddleware(WalkComponent):
     Settings: ``SITEWALK_RENDER_TIMEOUT``, ``SITEWALK_RENDER_SKIP`` (resource types not fetched,
     default ``image,media,font``), ``SITEWALK_RENDER_PAGES_OPEN`` (default 2),
     ``SITEWALK_RENDER_RESTART_AFTER`` (pages per browser, default 100), ``SITEWALK_RENDER_CHROMIUM``.
-    Stats: ``sitewalk/render/pages``, ``sitewalk/render/timeouts``, and those of the browser and of each page's requests.
+    Stats: ``sitewalk/render/pages``, ``sitewalk/render/plain`` (pages ``auto`` left as they came),
+    ``sitewalk/render/timeouts``, and those of the browser and of each page's requests.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -76,6 +80,9 @@ class RenderMiddleware(WalkComponent):
         if request.meta.get("sitewalk_depth") is None or not isinstance(ticket, Ticket):
             return response  # robots.txt, a sitemap, a request of the browser: not a page
         if not 200 <= response.status < 300 or media_type(response) not in HTML_TYPES or not response.body:
+            return response
+        if self._mode == "auto" and not await asyncio.to_thread(_is_shell, response):
+            self.crawler.stats.inc_value("sitewalk/render/plain")
             return response
         return await ticket.unless_dropped(self._render(request, response))
 
@@ -139,3 +146,9 @@ class RenderMiddleware(WalkComponent):
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _is_shell(response: Response) -> bool:
+    encoding = getattr(response, "encoding", None)
+    utf8 = (encoding or "utf-8").lower() in UTF8_CHARSETS
+    return looks_like_shell(parse_html(response.body if utf8 else response.text))
