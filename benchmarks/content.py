@@ -19,8 +19,9 @@ and compares every page's main content with the page's HTML file, as the generat
   there twice), summed over the site's pages.
 
 Words are runs of letters and digits, lower case; the content's link targets and titles
-(``](url "title")``) are not words. sitewalk knows nothing of these selectors: its rules
-come from the page's structure (sitewalk/main_content.py).
+(``](url "title")``) are not words, nor are the numbers Markdown gives an ordered list's
+items ("2. "), which the HTML's text does not hold. sitewalk knows nothing of these
+selectors: its rules come from the page's structure (sitewalk/main_content/).
 
 Run it with the project's Python; nginx (nginx-light) and the seven doc packages must be
 installed (``apt-get install nginx-light python3.11-doc python-django-doc postgresql-doc-15
@@ -74,8 +75,10 @@ SITES = (
               "div.navbar, div.bs-sidebar, footer, div.modal", ("div[role=main]",)),
     Generator("Doxygen", "doxygen-doc", "/usr/share/doc/doxygen/html", "/index.html",
               "#top, #side-nav, #nav-path, address.footer, div.summary", ("div.header, div.contents",)),
+    # gtk-doc's navigation tables are the body's; a book's index page has one more in its title
+    # page that holds only the book's title, no link: the page's heading, not navigation.
     Generator("gtk-doc", "libglib2.0-doc", "/usr/share/gtk-doc/html", "/glib/index.html",
-              "table.navigation, div.footer", ("body > :not(table.navigation):not(.footer)",)),
+              "body > table.navigation, div.footer", ("body > :not(table.navigation):not(.footer)",)),
     Generator("AsciiDoc", "git-doc", "/usr/share/doc/git-doc", "/git.html",
               "#footer", ("#header, #content", "body")),
 )
@@ -85,10 +88,27 @@ _WORD = re.compile(r"\w+")
 # A link's target and title in Markdown: ](url "title"), the title's quotes escaped inside it.
 _TARGET = re.compile(r'\]\((?:<[^>]*>|[^)\s]*)(?:\s+"(?:[^"\\]|\\.)*")?\)')
 RUN = 4
+# The number of an ordered list's item, which the Markdown writes ("2. ") and the HTML's text does
+# not hold (Markdown escapes a paragraph's own "2." as "2\."); code blocks keep theirs.
+_LIST_NUMBER = re.compile(r"^([ \t>]*)\d+[.)][ \t]")
+_FENCE = re.compile(r"^[ \t>]*(```|~~~)")
 
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
+
+
+def content_words(content: str) -> list[str]:
+    """The words of a page's Markdown, without its link targets and its ordered lists' numbers."""
+    lines = []
+    fenced = False
+    for line in _TARGET.sub("]", content).split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            line = _LIST_NUMBER.sub(r"\1", line)
+        lines.append(line)
+    return words("\n".join(lines))
 
 
 def node_words(tree: LexborHTMLParser, selector: str) -> list[list[str]]:
@@ -124,7 +144,7 @@ def score_page(source: Path, content: str, generator: Generator, score: Score, u
             break
     if not article:
         return
-    kept_tokens = words(_TARGET.sub("]", content))
+    kept_tokens = content_words(content)
     score.pages += 1
     wanted = Counter(article)
     kept = sum((wanted & Counter(kept_tokens)).values())
@@ -228,10 +248,13 @@ def write_results(text: str, options: argparse.Namespace) -> None:
                f"script's docstring):\n\n{text}\n")
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     start = old.find(heading)
-    if start < 0:
+    table_start = old.find("\n|", start)
+    if start < 0 or table_start < 0:
         new = old.rstrip("\n") + "\n\n" + section
     else:
-        end = old.find("\n## ", start + len(heading))
+        # The heading, its lead and its table only: what follows the table (notes on the pages
+        # counted, the speed subsection) is written by hand and stays.
+        end = old.find("\n\n", table_start)
         new = old[:start] + section + (old[end + 1:] if end >= 0 else "")
     RESULTS.write_text(new, encoding="utf-8")
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import difflib
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
-from sitewalk.commands.crawl import run_walk, value_name
+from sitewalk.commands.crawl import flags, format_error, run_walk, unrecognized, value_name
 from sitewalk.config import argument, arguments
 from sitewalk.hints import option
 
@@ -73,11 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     options, unknown = parser.parse_known_args(argv)
     if unknown:
-        given = unknown[0].split("=", 1)[0]
-        known = [flag for action in parser._actions for flag in action.option_strings]  # argparse has no public list of them
-        close = difflib.get_close_matches(given, known, n=1) if given.startswith("-") else []
-        hint = f"did you mean {close[0]}?" if close else "sitewalk --help lists the options"
-        parser.error(f"unrecognized argument {unknown[0]!r} ({hint})")
+        parser.error(unrecognized(unknown[0], flags(parser), "sitewalk --help"))
     return options
 
 
@@ -100,32 +94,14 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
         # Scrapy's own reading of -o: the format from the extension or FILE:FORMAT, - for stdout.
         feeds = feed_process_params_from_cli(settings, outputs)
     except UsageError as exc:
-        parser.error(_format_error(settings, options) or str(exc))
+        told = format_error(settings, [("-o", output) for output in options.output], options.format)
+        parser.error(told or str(exc))
     for uri, feed in feeds.items():
         # A file is replaced (a resumed walk appends to it: the add-on says so); stdout cannot be.
         if uri != "stdout:":
             feed.setdefault("overwrite", True)
     settings.set("FEEDS", feeds, priority="cmdline")
     return settings
-
-
-def _format_error(settings: Settings, options: argparse.Namespace) -> str | None:
-    """Which -t or -o names no feed format, and how to name one (None if neither does)."""
-    formats = [name for name, exporter in settings.getwithbase("FEED_EXPORTERS").items() if exporter]
-    known = ", ".join(formats)
-    if options.format and options.format not in formats:
-        return f"-t {options.format!r} is not a feed format (give one of {known})"
-    for output in options.output:
-        _, colon, named = output.rpartition(":")
-        if colon and named and "/" not in named:
-            told = f"{named!r} after the colon is not a feed format"
-        elif suffix := Path(output).suffix:
-            told = f"its extension {suffix} names no feed format"
-        else:
-            told = "it has no extension to name its feed format"
-        if named not in formats and Path(output).suffix[1:] not in formats:
-            return f"-o {output!r}: {told} (end it with .jsonl, .json, .csv or .xml, or give FILE:FORMAT with one of {known})"
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

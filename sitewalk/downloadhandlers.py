@@ -9,36 +9,84 @@ import_http11_handler()
 from typing import TYPE_CHECKING  # noqa: E402
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler  # noqa: E402 - imported cheaply above
+from scrapy.exceptions import DownloadFailedError, NotConfigured  # noqa: E402
+from twisted.internet.error import ConnectionClosed  # noqa: E402
+from twisted.web._newclient import (  # noqa: E402 - Twisted's own names for "no answer came"; no public module has them
+    RequestNotSent,
+    RequestTransmissionFailed,
+    ResponseNeverReceived,
+)
 
-from sitewalk.tickets import TICKET, Ticket  # noqa: E402
+from sitewalk.state import Walk  # noqa: E402
+from sitewalk.tickets import TICKET, Dropped, Ticket  # noqa: E402
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    from sitewalk.gate import Gate
 
 __all__ = ["WalkHTTPDownloadHandler"]
 
+_UNANSWERED = (RequestNotSent, RequestTransmissionFailed, ResponseNeverReceived)
+
 
 class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
-    """Scrapy's HTTP/1.1 handler, with Twisted's re-send of a request a reused connection lost.
+    """Scrapy's HTTP/1.1 handler; a request a closed connection lost is sent once more, after the pace.
 
     Servers close kept-alive connections whenever they like (an idle timeout, an HTTP/1.0
     server), and a request sent on one the server had just closed fails before any response.
-    Twisted's connection pool then sends it once more on a new connection
-    (``HTTPConnectionPool.retryAutomatically``, on by default): only a GET-like request without
-    a body, only on a reused connection, and only when no byte of a response arrived
-    (``ResponseNeverReceived``), so a page the server answered is never requested twice. The
-    class exists so that this module, which imports the handler without its start-up cost, is
-    what ``DOWNLOAD_HANDLERS`` names.
+    Twisted's connection pool would send it again at once (``retryAutomatically``); the walk
+    sends it again itself, once, after the pace (:meth:`sitewalk.gate.Gate.may_start`), as every
+    request to the site starts: only a GET or HEAD request without a body, and only when the
+    connection closed before any byte of a response arrived, so a page the server answered is
+    never requested twice. Stats: ``sitewalk/download/resent``. The class also makes this module,
+    which imports the handler without its start-up cost, what ``DOWNLOAD_HANDLERS`` names.
 
     A request the walk drops (:meth:`sitewalk.gate.Gate.cut`: a stop, the deadline, an
     interruption) has its download cut: it fails with :class:`sitewalk.tickets.Dropped`, and the
     page is listed as unvisited.
     """
 
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        # Scrapy's pool is a private attribute, and no setting reaches the pool's own re-send.
+        self._pool.retryAutomatically = False
+
     async def download_request(self, request: Request) -> Response:
+        try:
+            return await self._download(request)
+        except DownloadFailedError as exc:
+            if not _may_send_again(request, exc):
+                raise
+        try:
+            gate: Gate | None = Walk.of(self._crawler).gate
+        except NotConfigured:
+            gate = None  # another spider's crawl: sent again at once, as Twisted would
+        if gate is not None:
+            await gate.may_start()
+            if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
+                raise Dropped
+            request.meta["sitewalk_started"] = gate.request_started()
+        request.meta["sitewalk_resent"] = True
+        self._crawler.stats.inc_value("sitewalk/download/resent")
+        return await self._download(request)
+
+    async def _download(self, request: Request) -> Response:
         ticket = request.meta.get(TICKET)
         download = super().download_request(request)
         if not isinstance(ticket, Ticket):
             return await download
         return await ticket.unless_dropped(download)
+
+
+def _may_send_again(request: Request, exc: DownloadFailedError) -> bool:
+    """Whether ``request`` got no answer because its connection closed, and may go once more.
+    (Scrapy re-raises Twisted's client errors as DownloadFailedError, the original as the cause.)"""
+    cause = exc.__cause__
+    if not isinstance(cause, _UNANSWERED) or request.meta.get("sitewalk_resent"):
+        return False
+    if request.method not in ("GET", "HEAD") or request.body:
+        return False
+    return all(reason.check(ConnectionClosed) for reason in getattr(cause, "reasons", []))

@@ -140,6 +140,7 @@ class WalkReport(WalkComponent):
             elapsed_s=round(elapsed, 3),
             out_of_scope=walk.frontier.out_of_scope,
             sitemaps=list(walk.results.sitemaps),
+            sitemaps_not_read=list(walk.results.sitemaps_not_read),
         )
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)

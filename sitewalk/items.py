@@ -203,6 +203,9 @@ class Report:
     out_of_scope: int = 0
     # The sitemap files read (sitemap=true).
     sitemaps: list[str] = field(default_factory=list)
+    # The sitemap files fetched and not read (cut off, an HTTP error status, not gzip or not a
+    # sitemap), each with url, kind and reason.
+    sitemaps_not_read: list[dict[str, str]] = field(default_factory=list)
     # Each broken URL (4xx, 5xx, a failure: sitewalk.linkreport.BROKEN_KINDS) with url, status,
     # kind, reason, inlinks (how many fetched pages link to it) and linked_from (the first 10).
     broken_links: list[dict[str, Any]] = field(default_factory=list)

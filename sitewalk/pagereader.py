@@ -3,20 +3,16 @@
 Parsing a page, finding its title and links and, for grep, its visible lines is most of the
 walk's own work. lexbor parses without the GIL, but the rest (selector results, URL resolution,
 the regular expressions of :func:`sitewalk.text.visible_lines`) holds it, so in the walk's
-process it takes turns with Scrapy's work instead of running beside it. :class:`PageReader`
+process it takes turns with Scrapy's work instead of running beside it. :class:`ReaderProcess`
 starts one helper process (this module, run by the same Python; it imports lexbor, ada and
 :mod:`sitewalk.text` only), sends it each HTML page and gets the title, links and lines back
 while the walk downloads the next page. Where the helper cannot start or stops, the walk reads
 pages itself (see the spider): the same results, only later.
 
-The helper speaks frames over its stdin and stdout. A request: flags (1 = links, 2 = lines,
-4 = Markdown content, 8 = text content, 16 = main content only),
-the lengths of the page's URL and HTML (big-endian) and of the name of its encoding (one byte;
-0 for UTF-8, which its links' queries are encoded in), then the URL, the HTML (both UTF-8) and
-the encoding's name. An answer: ``b"o"`` and
-the lengths of the title (``0xFFFFFFFF`` for none), the links, the lines and the content (``0xFFFFFFFF``
-for none), then those four, links and lines joined by newlines (no resolved URL and no visible
-line contains one); or ``b"e"`` and an error message. Answers come in the order of the requests.
+The helper and the walk exchange frames over its stdin and stdout: a 4-byte big-endian length,
+then a pickle. A request is a :class:`ReadRequest`; an answer is the :class:`ReadPage`, or a
+string saying why the page could not be read. Answers come in the order of the requests. (Pickle,
+because both ends are this module run by the same Python, and nothing else writes to those pipes.)
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pickle
 import signal
 import struct
 import sys
@@ -39,7 +36,9 @@ from sitewalk.text import visible_lines
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["HELPER_MIN_BYTES", "PageReader", "ReadPage", "Reader", "flags_for", "read_page", "read_tree", "serve"]
+__all__ = [
+    "HELPER_MIN_BYTES", "ReadPage", "ReadRequest", "ReaderPool", "ReaderProcess", "flags_for", "read_page", "read_tree", "serve",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,14 +48,21 @@ MARKDOWN = 4
 TEXT = 8
 MAIN = 16
 _CONTENT = {"markdown": MARKDOWN, "text": TEXT}
-_REQUEST = struct.Struct(">BIIB")
-_ANSWER = struct.Struct(">cIIII")
-_ERROR = struct.Struct(">cI")
-_NO_TITLE = 0xFFFFFFFF
+_LENGTH = struct.Struct(">I")
 # HTML pages from this size on are read by the helper processes; smaller ones in the walk's
 # process, where they cost about what the round trip to a helper would. A site of small pages
 # then needs no helper at all (nor its memory).
 HELPER_MIN_BYTES = 16 * 1024
+
+
+class ReadRequest(NamedTuple):
+    """A page for the helper to read: its HTML, URL, what to read of it (:func:`flags_for`) and
+    the encoding its links' queries are in (None for UTF-8)."""
+
+    markup: bytes
+    url: str
+    flags: int
+    encoding: str | None
 
 
 class ReadPage(NamedTuple):
@@ -97,47 +103,45 @@ def read_tree(tree: LexborHTMLParser, url: str, flags: int, encoding: str | None
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:
     """The helper's loop: one answer per request, until ``requests`` ends."""
-    # The helper runs in a session of its own (PageReader.start); should a Ctrl-C reach it anyway,
-    # the walk handles it and then closes our stdin.
+    # The helper runs in a session of its own (ReaderProcess.start); should a Ctrl-C reach it
+    # anyway, the walk handles it and then closes our stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        header = requests.read(_REQUEST.size)
-        if len(header) < _REQUEST.size:
-            return
-        flags, url_size, markup_size, encoding_size = _REQUEST.unpack(header)
-        url = requests.read(url_size).decode("utf-8")
-        markup = requests.read(markup_size)
-        encoding = requests.read(encoding_size).decode("ascii") if encoding_size else None
+    while (request := _read_frame(requests)) is not None:
+        markup, url, flags, encoding = ReadRequest(*pickle.loads(request))
+        answer: ReadPage | str
         try:
-            page = read_page(markup, url, flags, encoding)
+            answer = read_page(markup, url, flags, encoding)
         except Exception as exc:  # noqa: BLE001 - reported to the walk, which then reads the page itself
-            message = repr(exc).encode("utf-8", "replace")
-            answers.write(_ERROR.pack(b"e", len(message)) + message)
-        else:
-            title = page.title.encode("utf-8", "surrogatepass") if page.title is not None else b""
-            links = "\n".join(page.links).encode("utf-8", "surrogatepass")
-            lines = "\n".join(page.lines).encode("utf-8", "surrogatepass") if page.lines is not None else b""
-            content = page.content.encode("utf-8", "surrogatepass") if page.content is not None else b""
-            title_size = len(title) if page.title is not None else _NO_TITLE
-            content_size = len(content) if page.content is not None else _NO_TITLE
-            answers.write(_ANSWER.pack(b"o", title_size, len(links), len(lines), content_size)
-                          + title + links + lines + content)
+            answer = repr(exc)
+        answers.write(_frame(answer))
         answers.flush()
 
 
-class PageReader:
+def _frame(value: object) -> bytes:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
+
+
+def _read_frame(stream: BinaryIO) -> bytes | None:
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        return None
+    return stream.read(_LENGTH.unpack(header)[0])
+
+
+class ReaderProcess:
     """One helper process reading pages, in order, beside the walk."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self._process = process
-        self._pending: deque[tuple[asyncio.Future[ReadPage], bool, int]] = deque()
+        self._pending: deque[tuple[asyncio.Future[ReadPage], int]] = deque()
         # Bytes of HTML sent and not yet answered: how far behind the helper is.
         self.behind = 0
         self._broken: BrokenPipeError | None = None
         self._answers = asyncio.ensure_future(self._read_answers())
 
     @classmethod
-    async def start(cls) -> PageReader | None:
+    async def start(cls) -> ReaderProcess | None:
         """Start the helper; None (and the reason logged) where it cannot start."""
         # The helper imports this package from where this process did (a scrapyd egg, say).
         root = str(Path(__file__).resolve().parent.parent)
@@ -167,13 +171,9 @@ class PageReader:
             return future
         # lexbor reads text as UTF-8, dropping what cannot be encoded: the bytes it would parse here.
         data = markup if isinstance(markup, bytes) else markup.encode("utf-8", "ignore")
-        url_bytes = url.encode("utf-8")
-        # A codec name: short ASCII (longer would not fit its length byte; such a page is UTF-8 here).
-        name = encoding.encode("ascii", "ignore") if encoding else b""
-        name = name if len(name) < 256 else b""
         # Buffered by the transport: writing never blocks the walk.
-        stdin.write(_REQUEST.pack(flags, len(url_bytes), len(data), len(name)) + url_bytes + data + name)
-        self._pending.append((future, bool(flags & LINES), len(data)))
+        stdin.write(_frame(tuple(ReadRequest(data, url, flags, encoding))))
+        self._pending.append((future, len(data)))
         self.behind += len(data)
         return future
 
@@ -182,37 +182,20 @@ class PageReader:
         assert stdout is not None
         try:
             while True:
-                status = await stdout.readexactly(1)
-                future, lines_wanted, size = self._pending.popleft()
-                self.behind -= size
-                if status == b"e":
-                    _, size = _ERROR.unpack(status + await stdout.readexactly(_ERROR.size - 1))
-                    message = (await stdout.readexactly(size)).decode("utf-8", "replace")
-                    if not future.done():
-                        future.set_exception(RuntimeError(f"the helper process could not read the page: {message}"))
+                (size,) = _LENGTH.unpack(await stdout.readexactly(_LENGTH.size))
+                answer = pickle.loads(await stdout.readexactly(size))
+                future, sent = self._pending.popleft()
+                self.behind -= sent
+                if future.done():
                     continue
-                _, title_size, links_size, lines_size, content_size = _ANSWER.unpack(
-                    status + await stdout.readexactly(_ANSWER.size - 1)
-                )
-                title = None
-                if title_size != _NO_TITLE:
-                    title = (await stdout.readexactly(title_size)).decode("utf-8", "surrogatepass")
-                links = (await stdout.readexactly(links_size)).decode("utf-8", "surrogatepass")
-                lines = (await stdout.readexactly(lines_size)).decode("utf-8", "surrogatepass")
-                content = None
-                if content_size != _NO_TITLE:
-                    content = (await stdout.readexactly(content_size)).decode("utf-8", "surrogatepass")
-                if not future.done():
-                    future.set_result(ReadPage(
-                        title,
-                        links.split("\n") if links else [],
-                        (lines.split("\n") if lines else []) if lines_wanted else None,
-                        content,
-                    ))
+                if isinstance(answer, ReadPage):
+                    future.set_result(answer)
+                else:
+                    future.set_exception(RuntimeError(f"the helper process could not read the page: {answer}"))
         except Exception as exc:  # noqa: BLE001 - any fault here must fail the pages waiting, not leave them waiting
             self._broken = BrokenPipeError(f"the page-reading helper process stopped ({exc!r})")
         while self._pending:
-            future, _, _ = self._pending.popleft()
+            future, _ = self._pending.popleft()
             if not future.done():
                 future.set_exception(self._broken or BrokenPipeError("the helper process stopped"))
 
@@ -229,7 +212,7 @@ class PageReader:
         await asyncio.gather(self._answers, return_exceptions=True)
 
 
-class Reader:
+class ReaderPool:
     """Reads the walk's HTML pages: title, links and, for grep, the visible lines, for the index
     with ``content``, the page's content (:mod:`sitewalk.content`).
 
@@ -244,7 +227,7 @@ class Reader:
         self._lines = lines
         self._content = content if content in _CONTENT else None
         self._main = main
-        self._helpers: list[PageReader] = []
+        self._helpers: list[ReaderProcess] = []
         self._starting: asyncio.Future[None] | None = None
         self._thread: ThreadPoolExecutor | None = None
         # Helpers being closed after one of them stopped (asyncio holds tasks only weakly).
@@ -279,7 +262,7 @@ class Reader:
 
     async def _start_helpers(self) -> None:
         count = 2 if (self._lines or self._content) and (os.cpu_count() or 1) > 1 else 1
-        started = await asyncio.gather(*(PageReader.start() for _ in range(count)))
+        started = await asyncio.gather(*(ReaderProcess.start() for _ in range(count)))
         self._helpers = [helper for helper in started if helper is not None]
 
     def _helper_failed(self, exc: BaseException) -> None:

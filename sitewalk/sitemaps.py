@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
+
+# Scrapy's gunzip raises this private exception (a ValueError) past its max_size; no public
+# exception tells that case apart from a damaged file.
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
+from sitewalk.failures import Failed, describe
+from sitewalk.linkreport import http_reason
 from sitewalk.links import normalize
+from sitewalk.tickets import Dropped
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
+    from twisted.python.failure import Failure
+
+    from sitewalk.state import Walk
 
 __all__ = ["Sitemaps"]
 
 logger = logging.getLogger(__name__)
+
+# The root elements of a sitemap and of a sitemap index.
+_KINDS = ("urlset", "sitemapindex")
+# Scrapy's HttpCompressionMiddleware logs a WARNING when a body grows past its size limit while
+# it is decompressed (Content-Encoding), then ignores the response: for a sitemap file the walk
+# says it in its own line (a filter while the file is fetched; Scrapy has no other way to silence it).
+_COMPRESSION_LOGGER = logging.getLogger("scrapy.downloadermiddlewares.httpcompression")
 
 
 class Sitemaps:
@@ -28,19 +47,32 @@ class Sitemaps:
     of the origin's robots.txt — as the robots.txt middleware parsed it (``robots_parsed``), else
     fetched here — or ``/sitemap.xml`` when it names none. A sitemap index adds the sitemaps it
     lists; gzip'd files are unpacked. Only files on the walk's origin are read, at most
-    ``max_files`` of them. Their ``<loc>`` URLs are for the frontier, at depth 1.
+    ``SITEWALK_SITEMAP_MAX_FILES`` of them. Their ``<loc>`` URLs are for the frontier, at depth 1.
+
+    A file's bytes count in max_bytes as a page's do, after decompression: a gzip'd file is
+    unpacked only up to its request's ``download_maxsize`` (what is left of max_bytes, at most
+    ``DOWNLOAD_MAXSIZE``), and Scrapy's warning past ``DOWNLOAD_WARNSIZE`` applies. A file that
+    max_bytes cuts off stops the walk (``max-bytes``), as a page does. A file fetched and not
+    read — cut off, an HTTP error status, not gzip or not a sitemap — is in the report's
+    ``sitemaps_not_read`` (url, kind, reason; the kinds of :mod:`sitewalk.failures`, ``http``
+    for a status) and said in one log line.
     """
 
-    def __init__(self, max_files: int, read: list[str]) -> None:
-        self._max_files = max_files
-        # The sitemap files read, in order (the walk's report lists them).
-        self._read = read
+    def __init__(self, crawler: Crawler, walk: Walk) -> None:
+        self._max_files = crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES")
+        self._warn_size = crawler.settings.getint("DOWNLOAD_WARNSIZE")
+        self._walk = walk
         self._queue: deque[str] = deque()
         self._from_robots: dict[str, list[str]] = {}
         self._origin: str | None = None
         # The robots.txt fetched here for its Sitemap: lines (robots.txt not obeyed), if any.
         self._robots_url: str | None = None
         self._queued = 0
+        # The file being fetched (one at a time), while it is.
+        self._fetching: str | None = None
+        _COMPRESSION_LOGGER.addFilter(self._said_here)
+        crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
         """The robots.txt middleware read a host's robots.txt: keep its Sitemap: lines."""
@@ -63,36 +95,94 @@ class Sitemaps:
         return len(self._queue)
 
     def next_file(self) -> str:
-        return self._queue.popleft()
+        self._fetching = self._queue.popleft()
+        return self._fetching
 
-    def read(self, response: Response, max_size: int) -> list[str] | None:
-        """The page URLs a sitemap file lists (normalised, in its order; the file is recorded as read);
-        none from robots.txt or an index (their sitemaps are queued), None if it is not a sitemap."""
+    def spider_closed(self) -> None:
+        _COMPRESSION_LOGGER.removeFilter(self._said_here)
+
+    def _said_here(self, record: logging.LogRecord) -> bool:
+        """Whether a log line of Scrapy's is kept: not its warning that the file in flight grew too large."""
+        return self._fetching is None or f" {self._fetching}> because its body" not in record.getMessage()
+
+    def read(self, response: Response) -> list[str]:
+        """The page URLs a sitemap file lists (normalised, in its order; the file is recorded as
+        read, its bytes spent); none from robots.txt or an index (their sitemaps are queued), nor
+        from a file that is not read (recorded with why)."""
+        budget = self._walk.budget
+        body = response.body
+        self._fetching = None
         if response.url == self._robots_url:
+            budget.spend(len(body))
             self._robots_url = None
-            found = list(sitemap_urls_from_robots(response.body, base_url=response.url)) if response.status == 200 else []
+            found = list(sitemap_urls_from_robots(body, base_url=response.url)) if response.status == 200 else []
             self._add(found or [f"{self._origin}/sitemap.xml"])
             return []
         if not 200 <= response.status < 300:
-            logger.info("sitemap %s not read: it answered %d", response.url, response.status)
-            return None
-        body = response.body
+            budget.spend(len(body))
+            return self._not_read(response.url, Failed("http", f"it answered {http_reason(response.status)}"))
         if gzip_magic_number(response):
             try:
-                body = gunzip(body, max_size=max_size)
-            except (OSError, ValueError) as exc:
-                logger.info("sitemap %s not read: it is not a whole gzip file (%s)", response.url, exc)
-                return None
-        sitemap = Sitemap(body)
-        if sitemap.type not in ("sitemapindex", "urlset"):
-            logger.info("sitemap %s not read: it is not a sitemap (root element %r)", response.url, sitemap.type)
-            return None
-        self._read.append(response.url)
-        locations = [entry["loc"] for entry in sitemap if entry.get("loc")]
-        if sitemap.type == "sitemapindex":
+                body = gunzip(body, max_size=response.meta.get("download_maxsize", 0))
+            except _DecompressionMaxSizeExceeded:
+                return self._too_large(response.url, response.meta)
+            except Exception as exc:  # noqa: BLE001 - any fault of unpacking is the file's: it is not read
+                budget.spend(len(body))
+                return self._not_read(response.url, Failed("read", f"not a whole gzip file ({type(exc).__name__}: {exc})"))
+            warn_size = response.meta.get("download_warnsize", self._warn_size)
+            if len(response.body) < warn_size <= len(body):
+                # As Scrapy's SitemapSpider warns.
+                logger.warning("%s body size after decompression (%d B) is larger than the download warning size (%d B).",
+                               response, len(body), warn_size)
+        budget.spend(len(body))
+        try:
+            sitemap = Sitemap(body)
+            kind = sitemap.type
+            locations = [entry["loc"] for entry in sitemap if entry.get("loc")] if kind in _KINDS else []
+        except Exception as exc:  # noqa: BLE001 - any fault of the parser is the file's: it is not read
+            return self._not_read(response.url, Failed("read", f"not a sitemap ({type(exc).__name__}: {exc})"))
+        if kind not in _KINDS:
+            return self._not_read(response.url, Failed("read", f"not a sitemap (root element {kind!r})"))
+        self._walk.results.sitemaps.append(response.url)
+        if kind == "sitemapindex":
             self._add(locations)
             return []
         return _normalised(locations)
+
+    def failed(self, failure: Failure) -> None:
+        """A sitemap file could not be fetched: recorded (the budget's cut also stops the walk)."""
+        request: Request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        self._fetching = None
+        if failure.check(Dropped):
+            return  # the walk let go of it when it stopped: the stop is the report's
+        if request.url == self._robots_url:
+            self._robots_url = None
+            logger.info("sitemap %s not read: %s", request.url, describe(failure, request).reason)
+            return
+        cut = self._walk.budget.cut_off(failure, request)
+        if cut is None:
+            self._not_read(request.url, describe(failure, request))
+        elif cut[0] == "max-bytes":
+            self._too_large(request.url, request.meta)
+        else:
+            self._not_read(request.url, Failed("budget", cut[1]), stop=cut[0])
+
+    def _too_large(self, url: str, meta: dict[str, Any]) -> list[str]:
+        """The file ``url`` grew past its request's size limit (``meta``): the budget's, which
+        stops the walk, or DOWNLOAD_MAXSIZE."""
+        size = meta["download_maxsize"]
+        if not meta.get("sitewalk_budget_maxsize"):
+            return self._not_read(url, Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={size})"))
+        cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.budget.max_bytes}, {size} left for this file)")
+        return self._not_read(url, cut, stop="max-bytes")
+
+    def _not_read(self, url: str, failed: Failed, stop: str | None = None) -> list[str]:
+        """Record the file ``url`` as not read, and say so; ``stop``: the walk stops, for this reason."""
+        logger.info("sitemap %s not read: %s%s", url, failed.reason, ": stopping the walk" if stop else "")
+        self._walk.results.sitemaps_not_read.append({"url": url, "kind": failed.kind, "reason": failed.reason})
+        if stop is not None:
+            self._walk.stop(stop, left_unfetched=True)
+        return []
 
     def _add(self, urls: list[str]) -> None:
         for url in _normalised(urls):

@@ -52,7 +52,7 @@ HALT_GRACE = 0.5
 class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
     what consumers count across a resumed walk (the grep match budget spent), the sitemap
-    files read and the links of the pages fetched (not kept across a resumed walk)."""
+    files read and those fetched and not read (url, kind, reason), and the links of the pages fetched (not kept across a resumed walk)."""
 
     failures: list[dict[str, str | None]] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
@@ -60,6 +60,7 @@ class Results:
     seed_error: tuple[str, Failed] | None = None
     consumers: dict[str, int] = field(default_factory=dict)
     sitemaps: list[str] = field(default_factory=list)
+    sitemaps_not_read: list[dict[str, str]] = field(default_factory=list)
     # Every fetched page and its links, for the inlinks of broken links (sitewalk.linkreport).
     links: LinkBook = field(default_factory=LinkBook)
 

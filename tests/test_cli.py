@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import allow_loopback, run_cli
+from tests.conftest import allow_loopback, run_cli, run_sitewalk
 
 SITE = {
     "/": {"title": "Home", "links": ["/a", "/b"]},
@@ -36,7 +36,7 @@ def test_index_feed_and_report(make_site, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert list(report) == [
         "seed", "origin", "fetched", "stopped", "error", "failures", "robots_skipped", "unvisited", "bytes",
-        "elapsed_s", "out_of_scope", "sitemaps", "broken_links",
+        "elapsed_s", "out_of_scope", "sitemaps", "sitemaps_not_read", "broken_links",
     ]
     assert report["error"] is None
     assert report["seed"] == site("/") and report["origin"] == site.url
@@ -177,6 +177,47 @@ def test_bad_input_is_one_line_exit_2_and_costs_no_file(make_site, tmp_path, arg
     assert "Traceback" not in result.stderr
     assert (tmp_path / "out.jsonl").read_text() == "a feed from an earlier walk\n"
     assert site.requests() == []
+
+
+FORMATS = "json, jsonlines, jsonl, jl, csv, xml, marshal, pickle"
+FORMAT_HINT = f"(end it with .jsonl, .json, .csv or .xml, or give FILE:FORMAT with one of {FORMATS})"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "out.txt"], f"-o 'out.txt': its extension .txt names no feed format {FORMAT_HINT}"),
+        (["-O", "out.txt"], f"-O 'out.txt': its extension .txt names no feed format {FORMAT_HINT}"),
+        (["-o", "somedir"], f"-o 'somedir': it has no extension to name its feed format {FORMAT_HINT}"),
+        (["-o", "out.jsonl:jsonx"], f"-o 'out.jsonl:jsonx': 'jsonx' after the colon is not a feed format {FORMAT_HINT}"),
+        (["-t", "jsonx", "-o", "out.jsonl"],
+         "unrecognized argument '-t' (scrapy crawl names a feed's format after a colon: -o FILE:FORMAT)"),
+        (["--bogus"], "unrecognized argument '--bogus' (scrapy crawl sitewalk -h lists the options)"),
+        (["--nolgo"], "unrecognized argument '--nolgo' (did you mean --nolog?)"),
+        (["extra"], "unrecognized argument 'extra' (scrapy crawl sitewalk -h lists the options)"),
+        (["-a", "delay"], "Invalid -a value, use -a NAME=VALUE"),
+        (["-o", "a.jsonl", "-O", "b.jsonl"], "Please use only one of -o/--output and -O/--overwrite-output"),
+    ],
+    ids=["extension", "overwrite", "directory", "colon", "t", "unknown", "close", "positional", "a", "o-and-O"],
+)
+def test_a_bad_option_is_one_line_exit_2_and_no_request(make_site, tmp_path, args, message):
+    site = make_site(SITE)
+    (tmp_path / "somedir").mkdir()
+    result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", *allow_loopback(), *args, cwd=tmp_path)
+    assert result.returncode == 2
+    # No usage block: the one line.
+    assert result.stderr.splitlines() == [f"sitewalk: error: {message}"]
+    assert site.requests() == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["site0", "somedir"]
+
+
+@pytest.mark.parametrize("output", ["out.txt", "somedir", "out.jsonl:jsonx"])
+def test_an_output_without_a_format_is_refused_alike_by_both_commands(tmp_path, output):
+    (tmp_path / "somedir").mkdir()
+    crawl = run_cli("-a", "seed=http://127.0.0.1:9/", "-o", output, cwd=tmp_path)
+    command = run_sitewalk("http://127.0.0.1:9/", "-o", output, cwd=tmp_path)
+    assert crawl.returncode == command.returncode == 2
+    assert crawl.stderr == command.stderr and len(crawl.stderr.splitlines()) == 1
 
 
 def test_a_failed_seed_is_the_reports_error_and_the_summary_says_so(tmp_path, unused_port):

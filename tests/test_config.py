@@ -80,7 +80,7 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"grep": "x", "max_matches": "0"}, "max_matches must be >= 1, got 0"),
         ({"grep": "x", "context": -2}, "context must be >= 0, got -2"),
         ({"delay": "soon"}, "delay must be a number of seconds, got 'soon'"),
-        ({"delay": -1}, "delay must be >= 0, got -1"),
+        ({"delay": -1}, "delay must be >= 0 seconds, got -1"),
         ({"delay": True}, "delay must be a number of seconds, got True"),
         ({"delay": "nan"}, "delay must be a finite number, got 'nan'"),
         ({"deadline": "inf"}, "deadline must be a finite number, got 'inf'"),

@@ -58,3 +58,21 @@ def test_the_in_process_example_site_walks_without_failures(capsys):
     # The example site logs each answer: every page answered once per walk.
     served = Counter(line.split()[3] for line in capsys.readouterr().err.splitlines() if line.startswith("example site: GET"))
     assert set(served.values()) == {WALKS}, served
+
+
+def test_a_request_a_closed_connection_lost_goes_again_after_the_pace(make_site):
+    # Every connection answers one request and drops the next unanswered: each page after the
+    # first is lost once on its kept-alive connection and sent again on a new one.
+    site = make_site(SITE, options=("--requests-per-connection", "1"))
+    report = walk(site("/"), delay=0.3, max_depth=2, settings=LOOPBACK)
+    assert report.failures == [] and report.fetched == 4
+    log = site.log()
+    arrivals = [entry for entry in log if "method" in entry]
+    dropped = [entry for entry in log if "dropped" in entry]
+    assert dropped, "the server dropped no request: nothing was sent again"
+    # Each path answered once, and every request the server saw, the ones sent again included,
+    # started the delay after the one before: at least half of it as the server's clock reads
+    # them on arrival, on a busy machine (Twisted's own re-send went within milliseconds).
+    assert answered(site) == {path: 1 for path in ["/robots.txt", "/", "/a", "/b", "/a1"]}
+    gaps = [later["time"] - earlier["time"] for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    assert len(arrivals) == 5 + len(dropped) and min(gaps) >= 0.15, (gaps, log)

@@ -11,7 +11,7 @@ import pytest
 
 from sitewalk import Page, grep, walk
 from sitewalk.links import page_links, page_title, parse_html
-from sitewalk.pagereader import HELPER_MIN_BYTES, PageReader, Reader, ReadPage, flags_for, read_page
+from sitewalk.pagereader import HELPER_MIN_BYTES, ReaderPool, ReaderProcess, ReadPage, flags_for, read_page
 from sitewalk.text import visible_lines
 from tests.conftest import LOOPBACK, helper_processes
 
@@ -36,7 +36,7 @@ def test_the_helper_reads_what_the_walk_would_read():
     )
 
     async def read() -> Any:
-        reader = await PageReader.start()
+        reader = await ReaderProcess.start()
         assert reader is not None
         try:
             return await asyncio.gather(
@@ -88,7 +88,7 @@ def no_helper(monkeypatch):
     async def cannot_start(cls: Any) -> None:
         return None
 
-    monkeypatch.setattr(PageReader, "start", classmethod(cannot_start))
+    monkeypatch.setattr(ReaderProcess, "start", classmethod(cannot_start))
 
 
 def test_without_a_helper_the_walk_reads_pages_itself(make_site, no_helper):
@@ -144,13 +144,13 @@ def test_a_site_of_small_pages_needs_no_helper(make_site, monkeypatch):
     small = {path: {**page, "body": page["body"].replace(FILLER, "")} for path, page in SITE.items()}
     site = make_site(small)
     starts: list[int] = []
-    original = PageReader.start.__func__  # type: ignore[attr-defined]
+    original = ReaderProcess.start.__func__  # type: ignore[attr-defined]
 
     async def counted(cls: Any) -> Any:
         starts.append(1)
         return await original(cls)
 
-    monkeypatch.setattr(PageReader, "start", classmethod(counted))
+    monkeypatch.setattr(ReaderProcess, "start", classmethod(counted))
     pages = walk_pages(site)
     assert [page.title for page in pages] == ["Home", "A", "B", "C", "A1", "B1"]
     assert site.paths() == ORDER
@@ -166,7 +166,7 @@ def test_the_reader_reads_small_pages_here_and_large_ones_in_a_helper(monkeypatc
     small = "<html><head><title>Small</title></head><body><a href='/a#x'>a</a><p hidden>h</p><p>t</p></body></html>"
     large = small.replace("<p>t</p>", "<p>t</p>" + FILLER)
 
-    async def read_both(reader: Reader) -> list[Any]:
+    async def read_both(reader: ReaderPool) -> list[Any]:
         try:
             first = await reader.read(small, "http://site.test/", links=True, lines=True)
             # The first large page starts the helper; pages are read here until it runs.
@@ -178,7 +178,7 @@ def test_the_reader_reads_small_pages_here_and_large_ones_in_a_helper(monkeypatc
         finally:
             await reader.close()
 
-    (read, tree), (helper_read, helper_tree) = asyncio.run(read_both(Reader(lines=False)))
+    (read, tree), (helper_read, helper_tree) = asyncio.run(read_both(ReaderPool(lines=False)))
     assert read == ReadPage("Small", ["http://site.test/a"], ["a", "t"]) and tree is not None
     assert helper_tree is None  # read by the helper: Page.tree parses on first use
     assert helper_read.title == "Small" and helper_read.links == ["http://site.test/a"]
@@ -187,6 +187,6 @@ def test_the_reader_reads_small_pages_here_and_large_ones_in_a_helper(monkeypatc
     async def cannot_start(cls: Any) -> None:
         return None
 
-    monkeypatch.setattr(PageReader, "start", classmethod(cannot_start))
-    (_, _), (fallback, fallback_tree) = asyncio.run(read_both(Reader(lines=False)))
+    monkeypatch.setattr(ReaderProcess, "start", classmethod(cannot_start))
+    (_, _), (fallback, fallback_tree) = asyncio.run(read_both(ReaderPool(lines=False)))
     assert fallback == helper_read and fallback_tree is not None  # the same, read here

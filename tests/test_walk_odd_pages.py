@@ -116,7 +116,7 @@ def test_an_error_answer_of_the_helper_fails_that_page_only(monkeypatch):
         answers = asyncio.StreamReader()
         sent = Sent()
         process: Any = type("Process", (), {"stdin": sent, "stdout": answers})()
-        reader = pagereader.PageReader(process)
+        reader = pagereader.ReaderProcess(process)
         bad, good = reader.read(b"<p>", "http://x/bad", 1), reader.read(b"<p>", "http://x/good", 1)
         out = io.BytesIO()
         monkeypatch.setattr(pagereader, "read_page", read_page)

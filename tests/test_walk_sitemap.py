@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import allow_loopback, run_cli
 
 
@@ -82,3 +84,103 @@ def test_without_sitemap_true_no_sitemap_is_read(make_site, tmp_path):
     result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert site.paths() == ["/", "/a.html", "/b.html"]
+
+
+def one_sitemap(sitemap: dict, **more: dict) -> dict:
+    """A site whose robots.txt names one sitemap, /sitemap.xml.gz, served as ``sitemap``."""
+    return {
+        "/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nSitemap: {origin}/sitemap.xml.gz\n"},
+        "/": {"title": "Home", "links": ["/a.html"]},
+        "/a.html": {"title": "A"},
+        "/orphan.html": {"title": "Orphan"},
+        "/sitemap.xml.gz": {"content_type": "application/gzip", **sitemap},
+        **more,
+    }
+
+
+def sent(site, path: str) -> int:
+    return sum(entry["bytes_sent"] for entry in site.log() if entry.get("sent") == path)
+
+
+def sitemap_lines(stderr: str, url: str) -> list[str]:
+    return [line for line in stderr.splitlines() if url in line]
+
+
+def test_a_gzipped_sitemap_counts_in_max_bytes_as_it_is_unpacked(make_site, tmp_path):
+    # 200 kB of XML (a long comment) that travels as a few hundred bytes.
+    xml = urlset("{origin}/orphan.html").replace("<url>", "<!--" + " " * 200_000 + "--><url>", 1)
+    site = make_site(one_sitemap({"gzip_file": True, "body": xml}))
+    items, report = walk(site, tmp_path)
+    assert [item["url"] for item in items] == [site("/"), site("/a.html"), site("/orphan.html")]
+    assert sent(site, "/sitemap.xml.gz") < 2_000
+    unpacked = len(xml.replace("{origin}", site.url))
+    assert report["bytes"] == sum(item["byte_count"] for item in items) + unpacked
+    assert report["sitemaps"] == [site("/sitemap.xml.gz")] and report["sitemaps_not_read"] == []
+
+
+@pytest.mark.parametrize("sitemap", [
+    # A .gz file, and a sitemap sent with Content-Encoding: gzip.
+    {"gzip_file": True, "size": 5_000_000},
+    {"gzip": True, "size": 5_000_000},
+])
+def test_a_zip_bomb_sitemap_is_cut_off_at_max_bytes_and_stops_the_walk(make_site, tmp_path, sitemap):
+    site = make_site(one_sitemap(sitemap))
+    result = run_cli("-a", f"seed={site('/')}", "-a", "sitemap=true", "-a", "delay=0", "-a", "report=r.json",
+                     "-a", "max_bytes=1000000", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    # 5 MB unpacked from a few kB sent: cut at the bytes left, as a page would be; nothing after it.
+    assert sent(site, "/sitemap.xml.gz") < 20_000
+    assert site.paths() == ["/", "/sitemap.xml.gz"]
+    assert report["stopped"] == "max-bytes" and report["unvisited"] == [site("/a.html")]
+    seed_bytes = report["bytes"]
+    assert report["fetched"] == 1 and seed_bytes < 1_000
+    reason = f"cut off at max_bytes (max_bytes=1000000, {1_000_000 - seed_bytes} left for this file)"
+    assert report["sitemaps_not_read"] == [{"url": site("/sitemap.xml.gz"), "kind": "budget", "reason": reason}]
+    assert report["sitemaps"] == [] and report["failures"] == []
+    # Said once, in the walk's words (not Scrapy's warning as well).
+    assert sitemap_lines(result.stderr, "/sitemap.xml.gz") == [
+        f"{line.split(' [')[0]} [sitewalk.sitemaps] INFO: sitemap {site('/sitemap.xml.gz')} not read: {reason}: stopping the walk"
+        for line in sitemap_lines(result.stderr, "/sitemap.xml.gz")]
+    assert "WARNING" not in result.stderr
+
+
+def test_a_sitemap_larger_than_max_bytes_is_cut_off_while_it_downloads(make_site, tmp_path):
+    site = make_site(one_sitemap({"size": 3_000_000, "content_type": "application/xml", "chunked": True, "trickle": 0.0005}))
+    items, report = walk(site, tmp_path, "-a", "max_bytes=100000")
+    assert site.paths() == ["/", "/sitemap.xml.gz"]
+    # What the server managed to send is the budget plus at most one network read (64 KiB).
+    assert sent(site, "/sitemap.xml.gz") <= 100_000 + 65_536 + 16_384
+    assert report["stopped"] == "max-bytes" and report["bytes"] == items[0]["byte_count"]
+    assert [(entry["kind"], entry["reason"].split(" (")[0]) for entry in report["sitemaps_not_read"]] == [
+        ("budget", "cut off at max_bytes")]
+
+
+def test_a_sitemap_past_download_maxsize_is_not_read_and_the_walk_goes_on(make_site, tmp_path):
+    site = make_site(one_sitemap({"gzip_file": True, "size": 5_000_000}))
+    items, report = walk(site, tmp_path, "-s", "DOWNLOAD_MAXSIZE=1000000")
+    assert site.paths() == ["/", "/sitemap.xml.gz", "/a.html"]
+    assert report["stopped"] is None and report["bytes"] == sum(item["byte_count"] for item in items)
+    assert report["sitemaps_not_read"] == [{"url": site("/sitemap.xml.gz"), "kind": "too-large",
+                                            "reason": "larger than the download size limit (DOWNLOAD_MAXSIZE=1000000)"}]
+
+
+@pytest.mark.parametrize(("sitemap", "kind", "reason"), [
+    ({"status": 404, "body": "gone"}, "http", "it answered HTTP 404 Not Found"),
+    ({"body": "<html><body>not a sitemap</body></html>"}, "read", "not a sitemap (root element 'html')"),
+    ({"body": ""}, "read", "not a sitemap (XMLSyntaxError: "),
+    # The gzip header, then nothing: a file cut short.
+    ({"body": "\u001f\u008b\u0008\u0000garbage", "encoding": "latin-1"}, "read", "not a whole gzip file ("),
+])
+def test_a_sitemap_that_cannot_be_read_is_in_the_report_and_the_walk_goes_on(make_site, tmp_path, sitemap, kind, reason):
+    site = make_site(one_sitemap(sitemap))
+    result = run_cli("-a", f"seed={site('/')}", "-a", "sitemap=true", "-a", "delay=0", "-a", "report=r.json",
+                     "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path, timeout=30)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert site.paths() == ["/", "/sitemap.xml.gz", "/a.html"]
+    assert report["stopped"] is None and report["fetched"] == 2 and report["failures"] == []
+    [entry] = report["sitemaps_not_read"]
+    assert (entry["url"], entry["kind"]) == (site("/sitemap.xml.gz"), kind) and entry["reason"].startswith(reason)
+    assert len(sitemap_lines(result.stderr, "/sitemap.xml.gz")) == 1
+    assert f"sitemap {site('/sitemap.xml.gz')} not read: {entry['reason']}" in result.stderr

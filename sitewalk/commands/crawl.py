@@ -6,15 +6,18 @@ The ``sitewalk`` command (:mod:`sitewalk.cli`) runs its walk through the same :c
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+from scrapy.exceptions import UsageError
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 
 from sitewalk import jobs
@@ -24,6 +27,8 @@ from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings, Settings
 
@@ -51,16 +56,30 @@ class Command(ScrapyCrawlCommand):
 
     # How messages spell the input to change: scrapy crawl's -a/-s, or the sitewalk command's options.
     surface: Surface = CLI
+    # The option strings scrapy crawl knows (add_options).
+    _flags: list[str]
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         # The walk's arguments, one a line: argparse would run the epilog's lines together.
         parser.formatter_class = _HelpFormatter
         parser.epilog = "Arguments of the sitewalk spider (-a NAME=VALUE):\n" + _walk_arguments_help()
+        self._flags = flags(parser)
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        super().process_options(args, opts)
+        """As Scrapy's, except that a bad option is one line, without the usage block, before
+        anything starts: an option it does not know (Scrapy would take it for a second spider),
+        a feed format that -o or -O does not name, an -a or -s that is not NAME=VALUE."""
         assert self.settings is not None
+        if len(args) > 1:
+            given = next((arg for arg in args if arg.startswith("-")), args[1])
+            hint = _NOT_HERE.get(given.split("=", 1)[0])
+            _refuse(f"unrecognized argument {given!r} ({hint})" if hint else unrecognized(given, self._flags, "scrapy crawl sitewalk -h"))
+        try:
+            super().process_options(args, opts)
+        except UsageError as exc:
+            outputs = [("-o", output) for output in opts.output or []] + [("-O", output) for output in opts.overwrite_output or []]
+            _refuse(format_error(self.settings, outputs) or str(exc))
         quiet_scrapy_info(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -97,6 +116,49 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif config.fail_on_broken and _broken_links(crawler):
             self.exitcode = EXIT_BROKEN
+
+
+# Options of the sitewalk command that scrapy crawl spells otherwise.
+_NOT_HERE = {"-t": "scrapy crawl names a feed's format after a colon: -o FILE:FORMAT"}
+
+
+def _refuse(message: str) -> NoReturn:
+    """Bad input before anything started: the one line that says it, exit status 2."""
+    print(f"sitewalk: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The option strings ``parser`` knows."""
+    return [flag for action in parser._actions for flag in action.option_strings]  # argparse has no public list of them
+
+
+def unrecognized(given: str, known: Sequence[str], help_command: str) -> str:
+    """Why the argument ``given`` is refused: the option it comes closest to among ``known``, else
+    the command that lists them (``help_command``)."""
+    name = given.split("=", 1)[0]
+    close = difflib.get_close_matches(name, known, n=1) if name.startswith("-") else []
+    return f"unrecognized argument {given!r} ({f'did you mean {close[0]}?' if close else f'{help_command} lists the options'})"
+
+
+def format_error(settings: BaseSettings, outputs: Sequence[tuple[str, str]], given: str | None = None) -> str | None:
+    """Which output names no feed format — ``outputs`` are (option, value) pairs, ``given`` a
+    format for every output (the sitewalk command's -t) — and how to name one; None if all do."""
+    formats = [name for name, exporter in settings.getwithbase("FEED_EXPORTERS").items() if exporter]
+    known = ", ".join(formats)
+    if given and given not in formats:
+        return f"-t {given!r} is not a feed format (give one of {known})"
+    for option, output in outputs:
+        _, colon, named = output.rpartition(":")
+        if colon and named and "/" not in named:
+            told = f"{named!r} after the colon is not a feed format"
+        elif suffix := Path(output).suffix:
+            told = f"its extension {suffix} names no feed format"
+        else:
+            told = "it has no extension to name its feed format"
+        if named not in formats and Path(output).suffix[1:] not in formats:
+            return f"{option} {output!r}: {told} (end it with .jsonl, .json, .csv or .xml, or give FILE:FORMAT with one of {known})"
+    return None
 
 
 def _broken_links(crawler: Crawler) -> int:

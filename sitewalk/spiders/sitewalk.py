@@ -13,7 +13,7 @@ from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreac
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
 from sitewalk.links import UTF8_CHARSETS
-from sitewalk.pagereader import Reader
+from sitewalk.pagereader import ReaderPool
 from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
@@ -59,7 +59,7 @@ class SitewalkSpider(Spider):
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
         self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=job, surface=surface)
-        self._reader = Reader(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
+        self._reader = ReaderPool(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
 
@@ -77,8 +77,7 @@ class SitewalkSpider(Spider):
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(spider.spider_idle, signal=signals.spider_idle)
         if spider.walk.config.sitemap and not spider.walk.resumed:
-            spider._sitemaps = Sitemaps(crawler.settings.getint("SITEWALK_SITEMAP_MAX_FILES"), spider.walk.results.sitemaps)
-            crawler.signals.connect(spider._sitemaps.robots_parsed, signal=signals.robots_parsed)
+            spider._sitemaps = Sitemaps(crawler, spider.walk)
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
@@ -251,12 +250,11 @@ class SitewalkSpider(Spider):
             raise CloseSpider(stopped)
 
     def sitemap(self, response: Response) -> None:
-        """A sitemap file (not a page: no item, not in max_pages, in max_bytes): its URLs join the
-        frontier at depth 1, in its order."""
+        """A sitemap file (not a page: no item, not in max_pages, in max_bytes after
+        decompression): its URLs join the frontier at depth 1, in its order."""
         walk = self.walk
-        walk.budget.spend(len(response.body))
         assert self._sitemaps is not None
-        urls = self._sitemaps.read(response, max(walk.budget.bytes_left(), 1))
+        urls = self._sitemaps.read(response)
 
         def admit() -> None:
             if not urls:
@@ -269,8 +267,9 @@ class SitewalkSpider(Spider):
         walk.gate.request_over(response.meta[TICKET], admit)
 
     def sitemap_failed(self, failure: Failure) -> None:
+        assert self._sitemaps is not None
+        self._sitemaps.failed(failure)
         self.walk.gate.request_over(failure.request.meta[TICKET])  # type: ignore[attr-defined]
-        self.logger.info("sitemap %s not read: %s", failure.request.url, describe(failure, failure.request).reason)  # type: ignore[attr-defined]
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
