@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
         help="obey robots.txt (env ROBOTSTXT_OBEY; default: true); --no-robots fetches pages it disallows",
     )
     parser.add_argument("--user-agent", default=env("USER_AGENT"), help="User-Agent header (env USER_AGENT)")
+    parser.add_argument(
+        "--render",
+        action=argparse.BooleanOptionalAction,
+        default=parse_bool(env("SITEWALK_MCP_RENDER", "true")) is not False,
+        help="let the tools' render parameter run pages in Chromium (env SITEWALK_MCP_RENDER; default: true); "
+        "--no-render keeps every walk to the HTML as served",
+    )
     for field, kind, walk_argument, what in _NUMBERS:
         name = f"SITEWALK_MCP_{field.upper()}"
         default = getattr(defaults, field)
@@ -111,7 +118,8 @@ def _options(argv: Sequence[str] | None) -> tuple[ServerOptions, str]:
     except SitewalkError as exc:
         parser.error(str(exc))
     numbers = {field: getattr(args, field) for field, _, _, _ in _NUMBERS}
-    options = ServerOptions(allow_networks=args.allow_networks, robots=robots, user_agent=args.user_agent, **numbers)
+    options = ServerOptions(allow_networks=args.allow_networks, robots=robots, user_agent=args.user_agent, render=args.render,
+                            **numbers)
     return options, args.log_level
 
 

@@ -31,7 +31,8 @@ class ServerOptions:
     pause between requests (politeness is the operator's choice, not the model's), and
     ``max_concurrency`` the most requests a call may keep in flight (1 unless the operator allows more).
     ``max_output_chars`` bounds a call's whole result, text and structured content;
-    ``cursor_memory`` the characters of cut walk outputs kept for their cursors.
+    ``cursor_memory`` the characters of cut walk outputs kept for their cursors. ``render``: whether
+    the tools' ``render`` parameter may run pages in a browser (``--no-render``: never).
     """
 
     allow_networks: str | None = None
@@ -46,6 +47,7 @@ class ServerOptions:
     max_concurrency: int = 1
     max_output_chars: int = 20_000
     cursor_memory: int = 5_000_000
+    render: bool = True
 
     def settings(self) -> dict[str, Any]:
         """The Scrapy settings every walk of this server runs with."""

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sitewalk import __version__
 from sitewalk.api import grep_async, walk_async
 from sitewalk.config import WalkConfig, argument
+from sitewalk.configchecks import RENDER_MODES
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.failures import KINDS
 from sitewalk.items import Page
@@ -216,6 +217,13 @@ def _param(name: str, maximum: float | None = None) -> Any:
     return Field(default=default, description=description, ge=spec.minimum, gt=spec.above, le=maximum, max_length=length)
 
 
+def _render(options: ServerOptions) -> Any:
+    modes = RENDER_MODES if options.render else ("never",)
+    off = "" if options.render else " This server has it off (sitewalk-mcp --no-render): never only."
+    return Field(default="never", pattern=f"^({'|'.join(modes)})$",
+                 description=argument("render").help[0].upper() + argument("render").help[1:] + "." + off)
+
+
 def _walk_options(options: ServerOptions) -> dict[str, Any]:
     """The parameters web_crawl and web_grep share, as pydantic fields with this server's bounds."""
     return {
@@ -228,6 +236,7 @@ def _walk_options(options: ServerOptions) -> dict[str, Any]:
         "exclude": _param("exclude"),
         "no_parent": _param("no_parent"),
         "sitemap": _param("sitemap"),
+        "render": _render(options),
     }
 
 
@@ -254,6 +263,7 @@ def _web_fetch(options: ServerOptions) -> Any:
             description="Only the page's main content, without navigation, header, footer and sidebars; false "
             "for the whole page.",
         ),
+        render: str = _render(options),
     ) -> Annotated[CallToolResult, FetchResult]:
         """Read one web page: an HTML page as Markdown (headings, paragraphs, lists, links, tables,
         code), a text page (plain text, JSON, XML) as it is. A long page is cut at max_length and
@@ -263,7 +273,7 @@ def _web_fetch(options: ServerOptions) -> Any:
         walk = _Progress(ctx, options, 1, read=lambda page: (page, page.content("markdown", main_content=main_content)))
         arguments = {
             "max_depth": 0, "max_pages": 1, "content": "markdown", "main_content": main_content,
-            "deadline": min(WalkConfig.deadline, options.max_deadline), "max_bytes": options.max_bytes,
+            "deadline": min(WalkConfig.deadline, options.max_deadline), "max_bytes": options.max_bytes, "render": render,
         }
         await walk.run(url, arguments, lambda: walk_async(url, **walk.arguments(arguments)))
         page, content = walk.pages[0]
@@ -314,6 +324,7 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         exclude: str | None = fields["exclude"],
         no_parent: bool = fields["no_parent"],
         sitemap: bool = fields["sitemap"],
+        render: str = fields["render"],
     ) -> Annotated[CallToolResult, WalkReport]:
         """List the pages of a web site, breadth first from a URL: one line per fetched page,
         `URL STATUS SIZE — TITLE` (SIZE e.g. 13 kB), then notices about anything skipped, failed or cut
@@ -324,7 +335,7 @@ def _web_crawl(options: ServerOptions, cursors: Cursors) -> Any:
         progress = _Progress(ctx, options, max_pages)
         budgets = {"max_pages": max_pages, "deadline": deadline, "max_bytes": max_bytes}
         walk_options = {"max_depth": max_depth, "include": include, "exclude": exclude, "no_parent": no_parent,
-                        "sitemap": sitemap, "concurrency": concurrency, **budgets}
+                        "sitemap": sitemap, "concurrency": concurrency, "render": render, **budgets}
         report = await progress.run(url, walk_options, lambda: walk_async(url, **progress.arguments(walk_options)))
         lines, suffix = index_lines(progress.pages)
         summary = (
@@ -369,6 +380,7 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         exclude: str | None = fields["exclude"],
         no_parent: bool = fields["no_parent"],
         sitemap: bool = fields["sitemap"],
+        render: str = fields["render"],
     ) -> Annotated[CallToolResult, WalkReport]:
         """Search the visible text of a web site's pages, walked breadth first from a URL, for a
         pattern: matching lines grouped by page (`N: line`, context lines `N- line`), then notices
@@ -384,7 +396,7 @@ def _web_grep(options: ServerOptions, cursors: Cursors) -> Any:
         walk_options = {
             "max_depth": max_depth, "ignore_case": ignore_case, "context": context, "fixed_strings": fixed_strings,
             "include": include, "exclude": exclude, "no_parent": no_parent, "sitemap": sitemap,
-            "concurrency": concurrency, **budgets,
+            "concurrency": concurrency, "render": render, **budgets,
         }
         matches, report = await progress.run(
             url, {"grep": pattern, **walk_options}, lambda: grep_async(url, pattern, **progress.arguments(walk_options))
