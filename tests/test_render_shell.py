@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitewalk.links import parse_html
 from sitewalk.render.shell import SHORT, SHORT_WITH_SIGN, looks_like_shell
 from tests.conftest import HERE
 
@@ -60,22 +59,22 @@ PLAIN = {
 
 @pytest.mark.parametrize("name", SHELLS)
 def test_an_app_shell_is_rendered(name):
-    assert looks_like_shell(parse_html(SHELLS[name]))
+    assert looks_like_shell(SHELLS[name])
 
 
 @pytest.mark.parametrize("name", PLAIN)
 def test_a_page_of_text_is_not(name):
-    assert not looks_like_shell(parse_html(PLAIN[name]))
+    assert not looks_like_shell(PLAIN[name])
 
 
 def test_the_signs_count_only_on_short_pages():
     # A mount point or a <noscript> moves the line from SHORT to SHORT_WITH_SIGN characters, no further.
     text = "x" * (SHORT + 50)
-    assert not looks_like_shell(parse_html(page(f"<p>{text}</p><script src='/a.js'></script>")))
-    assert looks_like_shell(parse_html(page(f"<p>{text}</p><div id='root'></div><script src='/a.js'></script>")))
-    assert looks_like_shell(parse_html(page(f"<p>{text}</p><noscript>Turn JavaScript on</noscript><script src='/a.js'></script>")))
+    assert not looks_like_shell(page(f"<p>{text}</p><script src='/a.js'></script>"))
+    assert looks_like_shell(page(f"<p>{text}</p><div id='root'></div><script src='/a.js'></script>"))
+    assert looks_like_shell(page(f"<p>{text}</p><noscript>Turn JavaScript on</noscript><script src='/a.js'></script>"))
     longer = "x" * SHORT_WITH_SIGN
-    assert not looks_like_shell(parse_html(page(f"<p>{longer}</p><div id='root'></div><script src='/a.js'></script>")))
+    assert not looks_like_shell(page(f"<p>{longer}</p><div id='root'></div><script src='/a.js'></script>"))
 
 
 def test_recorded_python_docs_pages_are_not_shells():
@@ -86,7 +85,7 @@ def test_recorded_python_docs_pages_are_not_shells():
             if "<html" in body:
                 bodies.append(body)
     assert len(bodies) >= 2
-    assert not any(looks_like_shell(parse_html(body)) for body in bodies)
+    assert not any(looks_like_shell(body) for body in bodies)
 
 
 DOCS = [Path("/usr/share/doc/python3.11-doc/html"), Path("/usr/share/doc/postgresql-doc-15/html")]
@@ -98,5 +97,5 @@ def test_no_page_of_a_real_documentation_site_is_a_shell(root):
         pytest.skip(f"{root} is not installed (apt-get install {root.parts[4]})")
     pages = sorted(root.rglob("*.html"))
     assert len(pages) > 500
-    shells = [str(path.relative_to(root)) for path in pages if looks_like_shell(parse_html(path.read_bytes()))]
+    shells = [str(path.relative_to(root)) for path in pages if looks_like_shell(path.read_bytes())]
     assert shells == []

@@ -14,10 +14,10 @@ from scrapy.http import Headers, HtmlResponse
 from sitewalk.failures import RenderFailed
 from sitewalk.hints import CLI
 from sitewalk.items import FETCHED_BYTES, HTML_TYPES, media_type
-from sitewalk.links import UTF8_CHARSETS, parse_html
+from sitewalk.links import UTF8_CHARSETS
 from sitewalk.render.browser import Browser, chromium_path
 from sitewalk.render.fetching import PageRun
-from sitewalk.render.shell import looks_like_shell
+from sitewalk.render.shell import has_script, looks_like_shell
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import TICKET, Ticket
 
@@ -81,7 +81,7 @@ class RenderMiddleware(WalkComponent):
             return response  # robots.txt, a sitemap, a request of the browser: not a page
         if not 200 <= response.status < 300 or media_type(response) not in HTML_TYPES or not response.body:
             return response
-        if self._mode == "auto" and not await asyncio.to_thread(_is_shell, response):
+        if self._mode == "auto" and not (has_script(response.body) and await asyncio.to_thread(_is_shell, response)):
             self.crawler.stats.inc_value("sitewalk/render/plain")
             return response
         return await ticket.unless_dropped(self._render(request, response))
@@ -151,4 +151,4 @@ def _first_line(exc: BaseException) -> str:
 def _is_shell(response: Response) -> bool:
     encoding = getattr(response, "encoding", None)
     utf8 = (encoding or "utf-8").lower() in UTF8_CHARSETS
-    return looks_like_shell(parse_html(response.body if utf8 else response.text))
+    return looks_like_shell(response.body if utf8 else response.text)
