@@ -213,6 +213,22 @@ def test_bytes_of_the_document_and_of_every_request_count(make_site):
     assert [(failure["url"], failure["kind"]) for failure in report.failures] == [(site("/data"), "budget")]
 
 
+def test_a_rendered_page_is_one_page_in_max_pages(make_site):
+    site = make_site(APP_SITE)
+    report, stats, pages = rendered(site("/data"), max_pages=1)
+    # The page and the JSON its script fetched: one page; the link it made is left unfetched.
+    assert site.paths() == ["/data", "/api/items.json"]
+    assert report.fetched == 1 and report.stopped == "max-pages" and report.unvisited == [site("/from-json")]
+
+
+def test_several_pages_in_flight_give_the_walk_one_at_a_time_gives(make_site):
+    site = make_site(APP_SITE)
+    report, stats, pages = rendered(site("/"), max_depth=2, concurrency=3)
+    assert [page.url for page in pages] == [site(path) for path in ("/", "/made", "/data", "/go", "/from-json", "/landed")]
+    assert [page.title for page in pages] == ["Built", "Made", "App", "App", "From JSON", "App"]
+    assert stats["sitewalk/render/pages"] == 6
+
+
 def test_images_fonts_and_media_are_not_fetched_unless_asked(make_site):
     site = make_site({"/": script_page("", body="<img src='/a.png'><video src='/v.mp4'></video>",
                                        head="<style>@font-face { font-family: x; src: url(/f.woff2); } body { font-family: x; }</style>")})
