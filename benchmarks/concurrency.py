@@ -24,14 +24,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import run
-from run import Results, Site, Tools
+import installs
+import report
+import server
+from experiments import rounds
+from measure import Results, Tools
+from sites import HERE, WORK, Site, lock_work, prepare_docs, prepare_generated
+from tables import failures, fmt, is_resource
 
 EXPERIMENTS = ("latency", "loopback", "memory")
 LEVELS = (1, 2, 4, 8, 16)
 RTTS = (0.02, 0.1)
 WGET2_THREADS = 8
-PACKAGES = {**run.PACKAGES, "wget2": "wget2"}
+PACKAGES = {**installs.PACKAGES, "wget2": "wget2"}
 
 
 # -- the proxy
@@ -42,7 +47,7 @@ def latency(site: Site, rtt: float) -> Iterator[Site]:
     """``site`` behind benchmarks/latency.py with ``rtt`` seconds per round trip, for the block:
     the same site (and access log) on the proxy's port."""
     process = subprocess.Popen(
-        [sys.executable, str(run.HERE / "latency.py"), str(site.port), "--rtt", str(rtt)],
+        [sys.executable, str(HERE / "latency.py"), str(site.port), "--rtt", str(rtt)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
         start_new_session=True,  # Ctrl-C reaches this script, which then stops the proxy itself
     )
@@ -53,12 +58,7 @@ def latency(site: Site, rtt: float) -> Iterator[Site]:
             raise SystemExit(f"the latency proxy did not start (it said {line!r})")
         yield dataclasses.replace(site, port=int(line.rsplit(":", 1)[1]))
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop(process, signal.SIGTERM)
 
 
 # -- experiments
@@ -68,16 +68,27 @@ def sitewalk_tool(n: int) -> str:
     return f"sitewalk c={n}"
 
 
+# Scrapy fetching the walk's pages from a list, this many at a time (benchmarks/floor.py).
+FLOOR_CONCURRENCY = 8
+FLOOR_TOOL = f"scrapy floor c={FLOOR_CONCURRENCY}"
+
+
 def tool_names(levels: Sequence[int]) -> tuple[str, ...]:
-    return ("wget", f"wget2 t={WGET2_THREADS}", *(sitewalk_tool(n) for n in levels))
+    return ("wget", f"wget2 t={WGET2_THREADS}", *(sitewalk_tool(n) for n in levels), FLOOR_TOOL)
 
 
 def walk(results: Results, tools: Tools, work: str, site: Site, levels: Sequence[int], runs: int) -> None:
     """wget, wget2 and sitewalk at each concurrency level over ``site``, in rotating rounds."""
     print(f"{work}: {', '.join(tool_names(levels))} from {site.url}", flush=True)
     by_name = {sitewalk_tool(n): n for n in levels}
-    for tool in run.rounds(tool_names(levels), runs):
-        if tool == "wget":
+    # The floor's list: the pages a walk of the site requests (one walk beforehand, not measured).
+    listing = tools.sitewalk(work, site, tool="listing", extra=["-a", f"concurrency={FLOOR_CONCURRENCY}"])
+    paths = tools.tmp / f"paths-{len(results.runs)}.txt"
+    paths.write_text("\n".join(listing.paths) + "\n", encoding="utf-8")
+    for tool in rounds(tool_names(levels), runs):
+        if tool == FLOOR_TOOL:
+            results.runs.append(tools.floor(work, site, paths, FLOOR_CONCURRENCY, FLOOR_TOOL))
+        elif tool == "wget":
             results.runs.append(tools.wget(work, site))
         elif tool.startswith("wget2"):
             results.runs.append(tools.wget2(work, site, WGET2_THREADS, tool=tool))
@@ -90,7 +101,7 @@ def memory(results: Results, tools: Tools, work: str, site: Site, levels: Sequen
     """Peak RSS of sitewalk's whole walk of ``site`` at each concurrency level (on loopback)."""
     print(f"{work}: sitewalk at concurrency {', '.join(map(str, levels))} from {site.url}", flush=True)
     names = {sitewalk_tool(n): n for n in levels}
-    for tool in run.rounds(tuple(names), runs):
+    for tool in rounds(tuple(names), runs):
         results.runs.append(tools.sitewalk(work, site, tool=tool, extra=["-a", f"concurrency={names[tool]}"]))
 
 
@@ -99,7 +110,7 @@ def memory(results: Results, tools: Tools, work: str, site: Site, levels: Sequen
 
 def _pages(paths: list[str]) -> set[str]:
     """Pages a walker that follows links fetches: what wget fetched less embedded resources."""
-    return {path for path in paths if not run._is_resource(path)}
+    return {path for path in paths if not is_resource(path)}
 
 
 def walk_table(results: Results, works: Sequence[str], tools: Sequence[str]) -> list[str]:
@@ -121,8 +132,8 @@ def walk_table(results: Results, works: Sequence[str], tools: Sequence[str]) -> 
             cpu = statistics.median(r.cpu for r in runs)
             lines.append(
                 f"| {work} | {tool} | {len(runs)} | {wall:.2f} | {spread} | {cpu:.2f} | {pages:.0f} | "
-                f"{run._fmt(wall / wget2 if wget2 else None, '.2f')} | {run._fmt(wall / wget if wget else None, '.2f')} | "
-                f"{run._fmt(wall / one if one and tool.startswith('sitewalk') else None, '.2f')} |"
+                f"{fmt(wall / wget2 if wget2 else None, '.2f')} | {fmt(wall / wget if wget else None, '.2f')} | "
+                f"{fmt(wall / one if one and tool.startswith('sitewalk') else None, '.2f')} |"
             )
     return lines
 
@@ -137,7 +148,7 @@ def pivot_table(results: Results, works: Sequence[str], levels: Sequence[int]) -
             wall = results.median(work, tool, "wall")
             wget2 = results.median(work, f"wget2 t={WGET2_THREADS}", "wall")
             ratio = wall / wget2 if wall and wget2 else None
-            cells.append(f"{run._fmt(wall, '.2f')} | {run._fmt(ratio, '.2f')}")
+            cells.append(f"{fmt(wall, '.2f')} | {fmt(ratio, '.2f')}")
         lines.append(f"| {tool} | " + " | ".join(cells) + " |")
     return lines
 
@@ -157,7 +168,7 @@ def sanity(results: Results, works: Sequence[str], tools: Sequence[str]) -> list
                 continue
             counts = sorted({len(_pages(r.paths)) for r in runs})
             differ = [r for r in runs if _pages(r.paths) != reference]
-            twice = max(len([p for p in r.paths if not run._is_resource(p)]) - len(_pages(r.paths)) for r in runs)
+            twice = max(len([p for p in r.paths if not is_resource(p)]) - len(_pages(r.paths)) for r in runs)
             verdict = "the same pages as wget" if not differ else f"{len(differ)} of {len(runs)} run(s) differ from wget"
             if differ:
                 first = _pages(differ[0].paths)
@@ -195,6 +206,11 @@ def verdicts(results: Results, rtt_works: dict[float, str], loopback: str, mem_w
         if eight and wget2:
             lines.append(f"- {work}: sitewalk c=8 / wget2 t=8 = {eight / wget2:.2f} (target ≤ {target}): "
                          f"{mark(eight / wget2 <= target)}{note}")
+        floor = results.median(work, FLOOR_TOOL, "wall")
+        if eight and floor and wget2:
+            lines.append(f"  - for scale, not a target: {FLOOR_TOOL} (Scrapy fetching the same pages from a list, "
+                         f"reading nothing) / wget2 t=8 = {floor / wget2:.2f}; sitewalk c=8 / {FLOOR_TOOL} = "
+                         f"{eight / floor:.2f}")
     one = results.median(loopback, sitewalk_tool(1), "wall")
     eight = results.median(loopback, sitewalk_tool(8), "wall")
     wget = results.median(loopback, "wget", "wall")
@@ -228,31 +244,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = 1 if args.smoke else args.runs
     rtts = tuple(args.rtt or ((0.02,) if args.smoke else RTTS))
     levels = (1, 8) if args.smoke else LEVELS
-    run.check_python()
+    installs.check_python()
     os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
-    run.install(need_docs=not args.smoke and bool(experiments & {"latency", "loopback"}), packages=PACKAGES)
-    run.lock_work()
+    installs.install(need_docs=not args.smoke and bool(experiments & {"latency", "loopback"}), packages=PACKAGES)
+    lock_work()
 
+    walk_site: Site | None
+    mem_site: Site | None
     if args.smoke:
-        walk_site = Site("smoke50", run.prepare_generated("smoke50", 50))
-        mem_site = Site("smoke", run.prepare_generated("smoke", 200))
+        walk_site = Site("smoke50", prepare_generated("smoke50", 50))
+        mem_site = Site("smoke", prepare_generated("smoke", 200))
         mem_work = "smoke 200 (loopback)"
     else:
-        walk_site = Site("docs", run.prepare_docs()) if experiments & {"latency", "loopback"} else None
-        mem_site = Site("gen20k", run.prepare_generated("gen20k", 20_000)) if "memory" in experiments else None
+        walk_site = Site("docs", prepare_docs()) if experiments & {"latency", "loopback"} else None
+        mem_site = Site("gen20k", prepare_generated("gen20k", 20_000)) if "memory" in experiments else None
         mem_work = "gen20k (loopback)"
     name = walk_site.name if walk_site else "docs"
     rtt_works = {rtt: f"{name} {rtt * 1000:g} ms" for rtt in rtts}
     loopback_work = f"{name} loopback"
     sites = [s for s in (walk_site, mem_site) if s is not None]
 
-    signal.signal(signal.SIGTERM, run._interrupt)
+    server.stop_on_sigterm()
     results = Results()
-    start_commit = run.head_commit()
+    start_commit = report.head_commit()
     load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="sitewalk-bench-"))
     try:
-        with run.nginx(sites):
+        with server.nginx(sites):
             tools = Tools(tmp)
             if walk_site is not None and "latency" in experiments:
                 for rtt, work in rtt_works.items():
@@ -268,10 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         raw = [dataclasses.asdict(r) for r in results.runs]
-        (run.WORK / "last-concurrency-runs.json").write_text(json.dumps(raw), encoding="utf-8")
+        (WORK / "last-concurrency-runs.json").write_text(json.dumps(raw), encoding="utf-8")
 
     title = "smoke run (tiny site, not a measurement)" if args.smoke else f"medians of {runs} run(s) per tool"
-    facts = run.machine_facts(start_commit)
+    facts = report.machine_facts(start_commit)
     facts.insert(2, f"- load average at the start: {' '.join(f'{x:.2f}' for x in load_before)}")
     facts[-1] += f", {_first_line(['wget2', '--version'])}"
     walk_works = [w for w in (loopback_work, *rtt_works.values()) if results.of(w, "wget")]
@@ -293,14 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results.of(mem_work, sitewalk_tool(8)):
         out += ["## Memory", "", *memory_table(results, mem_work, (1, 8)), ""]
     out += ["## Targets", "", *verdicts(results, rtt_works, loopback_work, mem_work, args.smoke), ""]
-    bad = run.failures(results)
+    bad = failures(results)
     if bad:
         out += ["## Failed runs", "", *bad, ""]
     text = "\n".join(out)
     print("\n" + text)
     if args.write_results:
         # One section for each set of experiments, so that a partial run does not erase the others.
-        run.write_results(f"concurrency.py {','.join(sorted(experiments))}", text)
+        report.write_results(f"concurrency.py {','.join(sorted(experiments))}", text)
     return 1 if bad else 0
 
 

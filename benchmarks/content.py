@@ -32,7 +32,6 @@ directory, deleted at the end.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import re
 import subprocess
@@ -44,8 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from run import WORK, Site, nginx
 from selectolax.lexbor import LexborHTMLParser
+from server import nginx
+from sites import Site, lock_work
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
@@ -219,12 +219,7 @@ def main() -> None:
     if missing:
         raise SystemExit(f"install {' '.join(missing)} first (apt-get install {' '.join(missing)})")
     # run.py's lock: both serve from benchmarks/.work/nginx, and each stops an nginx left there.
-    WORK.mkdir(exist_ok=True)
-    lock = open(WORK / "lock", "w")  # noqa: SIM115 - held (and locked) until the process exits
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise SystemExit(f"another benchmark is running (it holds {WORK / 'lock'})") from None
+    lock_work()
     sites = [Site(KEYS_BY_NAME[g.name], Path(g.root), g.seed) for g in chosen]
     rows = []
     with tempfile.TemporaryDirectory() as work, nginx(sites):

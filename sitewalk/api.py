@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.settings import Settings
-from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
 from sitewalk import jobs
+from sitewalk._reactor import run_async, run_blocking
 from sitewalk.config import WalkConfig, check_run
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.hints import API
@@ -24,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["extract", "extract_async", "grep", "grep_async", "walk", "walk_async"]
 
-_REACTOR_LOCK = threading.Lock()
 # Graceful stops of walks whose caller was cancelled; asyncio holds tasks only weakly.
 _STOPPING: set[asyncio.Future[None]] = set()
 
@@ -53,13 +50,13 @@ def walk(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool
     arguments or settings, before anything is requested. Can be called any number of times per
     process.
     """
-    return _run_blocking(_Walk.of("walk", seed, options, on_page, on_page_stops, settings, None))[0]
+    return run_blocking(_crawl, _Walk.of("walk", seed, options, on_page, on_page_stops, settings, None))[0]
 
 
 async def walk_async(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
                      settings: ScrapySettings = None, **options: Any) -> Report:
     """:func:`walk` for asyncio programs; several may run concurrently. ``on_page`` may be async."""
-    return (await _run_async(_Walk.of("walk_async", seed, options, on_page, on_page_stops, settings, None)))[0]
+    return (await run_async(_crawl, _Walk.of("walk_async", seed, options, on_page, on_page_stops, settings, None)))[0]
 
 
 def grep(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage = None, on_page_stops: bool = True,
@@ -71,7 +68,7 @@ def grep(seed: str | None = None, pattern: str | None = None, *, on_page: OnPage
     ``on_page`` is called for every fetched page, as in :func:`walk`.
     """
     call = _Walk.of("grep", seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
-    report, matches = _run_blocking(call)
+    report, matches = run_blocking(_crawl, call)
     return matches, report
 
 
@@ -80,7 +77,7 @@ async def grep_async(seed: str | None = None, pattern: str | None = None, *, on_
                      **options: Any) -> tuple[list[Match], Report]:
     """:func:`grep` for asyncio programs."""
     call = _Walk.of("grep_async", seed, {**options, "grep": pattern}, on_page, on_page_stops, settings, Match)
-    report, matches = await _run_async(call)
+    report, matches = await run_async(_crawl, call)
     return matches, report
 
 
@@ -90,9 +87,8 @@ def extract(seed: str | None = None, *, css: str | None = None, xpath: str | Non
     """Run a ``css`` or ``xpath`` selector (optionally filtered by ``regex``) on every HTML page;
     returns one :class:`Extract` per page with values, and the report."""
     selector = {"css": css, "xpath": xpath, "regex": regex}
-    report, items = _run_blocking(
-        _Walk.of("extract", seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
-    )
+    call = _Walk.of("extract", seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
+    report, items = run_blocking(_crawl, call)
     return items, report
 
 
@@ -102,7 +98,7 @@ async def extract_async(seed: str | None = None, *, css: str | None = None, xpat
     """:func:`extract` for asyncio programs."""
     selector = {"css": css, "xpath": xpath, "regex": regex}
     call = _Walk.of("extract_async", seed, {**options, **selector}, on_page, on_page_stops, settings, Extract)
-    report, items = await _run_async(call)
+    report, items = await run_async(_crawl, call)
     return items, report
 
 
@@ -158,6 +154,7 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
     from scrapy.crawler import AsyncCrawlerRunner
 
     from sitewalk.extensions import WalkReport
+    from sitewalk.pipelines import CallbackPipeline
     from sitewalk.spiders.sitewalk import SitewalkSpider
 
     settings = _settings(call.settings)
@@ -183,9 +180,10 @@ async def _crawl(call: _Walk) -> tuple[Report, list[Any]]:
         _STOPPING.add(stopping)
         stopping.add_done_callback(_STOPPING.discard)
         raise
+    callback = crawler.get_item_pipeline(CallbackPipeline)
+    if callback is not None and callback.error is not None:
+        raise callback.error
     walk = crawler.spider.walk  # type: ignore[union-attr]
-    if walk.error is not None:
-        raise walk.error
     if walk.results.seed_error is not None:
         url, failed = walk.results.seed_error
         raise SeedError(failed.seed_message(url, API), url=url, kind=failed.kind, reason=failed.reason, fix=failed.fix)
@@ -214,90 +212,3 @@ def _install_resolver(settings: Settings) -> None:
     resolver_settings = settings.copy()
     resolver_settings.set("SITEWALK_GUARD_ALLOW_NETWORKS", "", priority="cmdline")
     guard.install_guard_resolver(resolver_settings)
-
-
-# -- one Twisted reactor per process, on an asyncio loop --------------------------------------
-
-
-def _reactor_loop() -> asyncio.AbstractEventLoop | None:
-    if not is_reactor_installed():
-        return None
-    if not is_asyncio_reactor_installed():
-        raise SitewalkError(
-            "sitewalk needs Twisted's asyncio reactor, but another reactor is installed in this process"
-        )
-    from twisted.internet import reactor
-
-    # The asyncio reactor keeps its loop in a private attribute: no public API of Twisted gives it.
-    loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
-    return loop
-
-
-def _background_loop() -> asyncio.AbstractEventLoop:
-    """The reactor's loop, started in a daemon thread on first use when no reactor exists."""
-    with _REACTOR_LOCK:
-        loop = _reactor_loop()
-        if loop is not None:
-            return loop
-        from twisted.internet import asyncioreactor
-
-        loop = asyncio.new_event_loop()
-        asyncioreactor.install(eventloop=loop)
-        from twisted.internet import reactor
-
-        ready = threading.Event()
-        reactor.callWhenRunning(ready.set)
-        thread = threading.Thread(
-            target=reactor.run,  # type: ignore[misc]  # Twisted types run() as an interface method
-            kwargs={"installSignalHandlers": False},
-            name="sitewalk-reactor",
-            daemon=True,
-        )
-        thread.start()
-        ready.wait()
-        return loop
-
-
-def _run_blocking(call: _Walk) -> tuple[Report, list[Any]]:
-    loop = _reactor_loop() or _background_loop()
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        raise SitewalkError("walk() would block the event loop it needs; use 'await walk_async(...)' here")
-    if not loop.is_running():
-        raise SitewalkError(
-            "the event loop sitewalk's reactor was installed on has stopped; run walks from one loop, "
-            "or use walk() only"
-        )
-    future = asyncio.run_coroutine_threadsafe(_crawl(call), loop)
-    return future.result()
-
-
-async def _run_async(call: _Walk) -> tuple[Report, list[Any]]:
-    running = asyncio.get_running_loop()
-    with _REACTOR_LOCK:
-        loop = _reactor_loop()
-        if loop is None:
-            # Share the caller's loop: install the reactor on it and mark it running, so
-            # startup triggers (e.g. the DNS thread pool) fire without reactor.run().
-            from twisted.internet import asyncioreactor
-
-            asyncioreactor.install(eventloop=running)
-            from twisted.internet import reactor
-
-            reactor.startRunning(installSignalHandlers=False)
-            # Nothing fires the shutdown of a reactor on a loop it does not run: its thread pool
-            # (host name lookups) must not keep the process alive once the caller's loop ends.
-            reactor.getThreadPool().threadFactory = functools.partial(
-                threading.Thread, daemon=True
-            )
-            loop = running
-    if loop is running:
-        return await _crawl(call)
-    if not loop.is_running():
-        raise SitewalkError("the event loop sitewalk's reactor was installed on has stopped")
-    return await asyncio.wrap_future(
-        asyncio.run_coroutine_threadsafe(_crawl(call), loop)
-    )

@@ -21,6 +21,7 @@ from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
 from sitewalk.linkreport import write_junit
+from sitewalk.spidermiddlewares import MATCHES, GrepMiddleware
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class WalkReport(WalkComponent):
             fetched=walk.budget.pages,
             stopped=stopped,
             error=_error(walk.results.seed_error),
-            failures=list(walk.results.failures),
+            failures=[failure.record() for failure in walk.results.failures],
             robots_skipped=list(walk.results.robots_skipped),
             # Pages a halt kept from the consumers first: they were next in the walk's order.
             unvisited=walk.gate.dropped() + walk.frontier.unvisited() if stopped else [],
@@ -151,7 +152,8 @@ class WalkReport(WalkComponent):
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
         config = walk.config
         consumer = config.consumer
-        matches = walk.results.consumers.get("grep_matches", 0) if consumer == "grep" else None
+        grep = self.crawler.get_spider_middleware(GrepMiddleware)
+        matches = (grep.matches if grep is not None else 0) if consumer == "grep" else None
         logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
         if report.broken_links and config.link_report:
             logger.info("sitewalk: %d broken links (the report's broken_links)", len(report.broken_links))
@@ -234,9 +236,9 @@ class WalkJournal(WalkComponent):
             "held": changes.held,
             "done": [url for url in popped if url not in pending],
             "origin": changes.origin,
-            "failures": failures[self._failures:],
+            "failures": [failure.record() for failure in failures[self._failures:]],
             "robots_skipped": skipped[self._skipped:],
-            "consumers": walk.results.consumers,
+            "consumers": self._consumers(),
             "out_of_scope": walk.frontier.out_of_scope,
             # Pages in hand are fetched again by a resumed walk: they count then.
             "pages": walk.budget.pages - len(counted),
@@ -245,6 +247,11 @@ class WalkJournal(WalkComponent):
             "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
         })
         self._failures, self._skipped = len(failures), len(skipped)
+
+    def _consumers(self) -> dict[str, int]:
+        """What the consumers count across a resumed walk: grep's matches."""
+        grep = self.crawler.get_spider_middleware(GrepMiddleware)
+        return {MATCHES: grep.matches} if grep is not None else {}
 
     def spider_closed(self) -> None:
         self._write()

@@ -27,7 +27,8 @@ An HTTP error status is not a failure: the page was fetched, with that status.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from OpenSSL.SSL import Error as TLSError
 from scrapy.exceptions import (
@@ -54,14 +55,16 @@ from twisted.web._newclient import BadResponseVersion, ParseError, ResponseFaile
 from twisted.web.http import _DataLoss
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy import Request
     from twisted.python.failure import Failure
 
     from sitewalk.hints import Surface
 
 __all__ = [
-    "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "Refused", "RenderFailed", "RobotsDisallowed", "RobotsUnreachable",
-    "WalkFailure",
+    "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "PageFailure", "Refused", "RenderFailed", "RobotsDisallowed",
+    "RobotsUnreachable", "WalkFailure",
     "describe", "timed_out", "too_large",
 ]
 
@@ -81,14 +84,34 @@ class Failed(NamedTuple):
     reason: str
     fix: tuple[str, object] | None = None
 
-    def record(self, url: str, found_on: str | None) -> dict[str, str | None]:
-        """The failure record of the page ``url`` (found on ``found_on``), as reports hold it."""
-        return {"url": url, "kind": self.kind, "reason": self.reason, "found_on": found_on}
-
     def seed_message(self, url: str, surface: Surface) -> str:
         """The one line a seed that failed so is reported with, naming the fix in ``surface``'s words."""
         message = f"{surface.name('seed')} {url} could not be fetched: {self.reason}"
         return message if self.fix is None else f"{message}; {surface.fix(*self.fix)}"
+
+
+@dataclass(frozen=True)
+class PageFailure:
+    """A page of the walk that failed: its ``url``, the page it was ``found_on``, and why (the
+    ``kind`` and ``reason`` of its :class:`Failed`)."""
+
+    url: str
+    kind: str
+    reason: str
+    found_on: str | None
+
+    @classmethod
+    def of(cls, url: str, found_on: str | None, failed: Failed) -> PageFailure:
+        return cls(url, failed.kind, failed.reason, found_on)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PageFailure:
+        """The failure a record (:meth:`record`, from a JOBDIR journal) holds."""
+        return cls(record["url"], record["kind"], record["reason"], record.get("found_on"))
+
+    def record(self) -> dict[str, str | None]:
+        """The failure record, as reports and the journal hold it."""
+        return {"url": self.url, "kind": self.kind, "reason": self.reason, "found_on": self.found_on}
 
 
 class WalkFailure(IgnoreRequest):

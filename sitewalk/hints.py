@@ -5,7 +5,7 @@ where it is read: ``-a fixed_strings=true`` and ``-s ROBOTSTXT_OBEY=false`` for 
 ``--fixed-strings`` for the ``sitewalk`` command, ``fixed_strings=true`` and
 ``setting=ROBOTSTXT_OBEY=false`` for a scrapyd job, ``fixed_strings=True`` and
 ``settings={"ROBOTSTXT_OBEY": False}`` in Python. (The MCP server's spelling is
-:data:`sitewalk.mcp.text.MCP`.)
+:data:`sitewalk.mcp.options.MCP`.)
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from sitewalk.state import WalkComponent
 from sitewalk.tickets import Dropped
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from scrapy.crawler import Crawler
 
@@ -65,10 +65,14 @@ class CallbackPipeline(WalkComponent):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        if self.walk.on_page is None:
+        # The spider's arguments on_page and on_page_stops, which the API passes.
+        on_page: Callable[[Page], Any] | None = getattr(crawler.spider, "on_page", None)
+        if on_page is None:
             raise NotConfigured
-        self._on_page = self.walk.on_page
-        if self.walk.on_page_stops:
+        self._on_page = on_page
+        # The exception on_page raised, if it did: the API raises it again to its caller.
+        self.error: BaseException | None = None
+        if getattr(crawler.spider, "on_page_stops", True):
             self.walk.gate.add_check(self.may_stop)
 
     def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
@@ -83,7 +87,8 @@ class CallbackPipeline(WalkComponent):
                     verdict = await verdict
             except Exception as exc:  # noqa: BLE001 - the walk ends and the API raises it again
                 logger.info("on_page raised %s on %s: stopping the walk", type(exc).__name__, item.final_url)
-                self.walk.fail(exc)
+                self.error = exc
+                self.walk.stop("error", left_unfetched=True)
             else:
                 if verdict is False:
                     self.walk.stop("callback")

@@ -10,6 +10,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from sitewalk import patterns
+from sitewalk.absence import Absence
 from sitewalk.failures import Failed
 from sitewalk.items import Match, Page
 from sitewalk.state import WalkComponent
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ConsumedMiddleware", "GrepMiddleware"]
+__all__ = ["MATCHES", "ConsumedMiddleware", "GrepMiddleware"]
+
+# The journal's name for grep's match count (its "consumers" record).
+MATCHES = "grep_matches"
 
 
 class ConsumedMiddleware(WalkComponent):
@@ -103,7 +107,7 @@ class GrepMiddleware(WalkComponent):
     stops (``stopped == "callback"``) and no further page is requested. The walk's gate asks
     :meth:`may_stop` about the pages in hand: this consumer answers with the exact match count of
     those read, and for a plain-text pattern tells at once, from its source, a page that cannot
-    match (:class:`sitewalk.text.Absence`), so the next page downloads while it is read.
+    match (:class:`sitewalk.absence.Absence`), so the next page downloads while it is read.
 
     Stats: ``sitewalk/grep/pages``, ``sitewalk/grep/skipped`` (not text, or not 2xx),
     ``sitewalk/grep/matches``.
@@ -118,21 +122,22 @@ class GrepMiddleware(WalkComponent):
         self._pattern = patterns.compile(
             config.grep, name="grep", ignore_case=config.ignore_case, literal=config.fixed_strings
         )
-        self._absence = walk.absence
+        # For a plain-text pattern: which pages cannot match, told from their source; they are
+        # neither read for lines nor waited for by the gate.
+        self._absence = Absence.of(config.grep, fixed_strings=config.fixed_strings, ignore_case=config.ignore_case)
         self.max_matches = config.max_matches
         self.context = config.context
-        # Kept in the walk's results so a resumed walk (JOBDIR) goes on counting from there.
-        self._state = walk.results.consumers
-        self._state.setdefault("grep_matches", 0)
+        # The matches made, a resumed walk's (JOBDIR) included: the journal keeps the count.
+        self.matches: int = walk.resumed.consumers.get(MATCHES, 0) if walk.resumed else 0
         # Pages searched before they reach this middleware (asked by the gate), and pages whose
         # matches are counted; both forget a page once it is gone.
         self._found: WeakKeyDictionary[Page, tuple[list[str] | None, list[int]]] = WeakKeyDictionary()
         self._counted: WeakSet[Page] = WeakSet()
         walk.gate.add_check(self.may_stop)
 
-    @property
-    def matches(self) -> int:
-        return self._state["grep_matches"]
+    def needs_lines(self, page: Page) -> bool:
+        """Whether ``page``'s lines are to be read: not when its source shows it cannot match."""
+        return self._absence is None or not self._absence.proven(page)
 
     def may_stop(self, in_hand: Sequence[Ticket]) -> bool:
         """Whether the matches of the pages in hand could reach ``max_matches``."""
@@ -195,7 +200,7 @@ class GrepMiddleware(WalkComponent):
             for index in hits[: max(room, 0)]
         ]
         if matches:
-            self._state["grep_matches"] += len(matches)
+            self.matches += len(matches)
             stats.inc_value("sitewalk/grep/matches", len(matches))
             if self.matches >= self.max_matches:
                 logger.info("max_matches=%d reached on %s: stopping the walk", self.max_matches, page.final_url)

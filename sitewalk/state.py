@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from sitewalk import patterns
 from sitewalk.budget import Budget
+from sitewalk.failures import PageFailure
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.hints import CLI
 from sitewalk.linkreport import LinkBook
-from sitewalk.text import Absence
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.hints import Surface
-    from sitewalk.items import Page
     from sitewalk.jobs import JobState
     from sitewalk.tickets import Ticket
 
@@ -51,14 +49,13 @@ HALT_GRACE = 0.5
 @dataclass
 class Results:
     """What the walk found besides pages: failures, robots.txt refusals, the seed's own error,
-    what consumers count across a resumed walk (the grep match budget spent), the sitemap
-    files read and those fetched and not read (url, kind, reason), and the links of the pages fetched (not kept across a resumed walk)."""
+    the sitemap files read and those fetched and not read (url, kind, reason), and the links of
+    the pages fetched (not kept across a resumed walk)."""
 
-    failures: list[dict[str, str | None]] = field(default_factory=list)
+    failures: list[PageFailure] = field(default_factory=list)
     robots_skipped: list[str] = field(default_factory=list)
     # The seed's URL and why it could not be fetched, when it could not.
     seed_error: tuple[str, Failed] | None = None
-    consumers: dict[str, int] = field(default_factory=dict)
     sitemaps: list[str] = field(default_factory=list)
     sitemaps_not_read: list[dict[str, str]] = field(default_factory=list)
     # Every fetched page and its links, for the inlinks of broken links (sitewalk.linkreport).
@@ -77,8 +74,6 @@ class Walk:
         self,
         config: WalkConfig,
         *,
-        on_page: Callable[[Page], Any] | None = None,
-        on_page_stops: bool = True,
         job: str | None = None,
         surface: Surface = CLI,
     ) -> None:
@@ -87,8 +82,6 @@ class Walk:
         self.surface = surface
         # The scrapyd job id (scrapyd's ``_job`` argument), if the walk is one.
         self.job = job
-        self.on_page = on_page
-        self.on_page_stops = on_page_stops
         self.frontier = Frontier(Scope(
             include=patterns.compile(config.include, name="include") if config.include is not None else None,
             exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
@@ -98,17 +91,8 @@ class Walk:
         self.gate = Gate(config.delay, config.concurrency)
         self.gate.when_done(self._request_done)
         self.results = Results()
-        # For grep with a plain-text pattern: which pages cannot match, told from their source;
-        # they are neither read for lines nor waited for by the gate.
-        self.absence = (
-            Absence.of(config.grep, fixed_strings=config.fixed_strings, ignore_case=config.ignore_case)
-            if config.grep is not None
-            else None
-        )
         # The journal's state this walk goes on from (JOBDIR), else None.
         self.resumed: JobState | None = None
-        # An exception raised by on_page: it ends the walk and is raised again to the API's caller.
-        self.error: BaseException | None = None
         self._stop: str | None = None
         self._stop_always = False
         self._halting: CallLaterResult | None = None
@@ -152,13 +136,9 @@ class Walk:
 
     def page_failed(self, url: str, found_on: str | None, failed: Failed, stats: StatsCollector) -> None:
         """Record that the page ``url`` (found on ``found_on``) failed, and count it in ``stats``."""
-        self.results.failures.append(failed.record(url, found_on))
+        self.results.failures.append(PageFailure.of(url, found_on, failed))
         stats.inc_value("sitewalk/failures")
         stats.inc_value(f"sitewalk/failures/{failed.kind}")
-
-    def fail(self, error: BaseException) -> None:
-        self.error = error
-        self.stop("error", left_unfetched=True)
 
     def restore(self, state: JobState) -> None:
         """Go on from the walk JOBDIR's journal records. Links its pages at ``max_depth`` held
@@ -167,9 +147,8 @@ class Walk:
         for links, depth, found_on in state.held:
             if depth <= self.config.max_depth:
                 self.frontier.admit(links, depth, found_on)
-        self.results.failures.extend(state.failures)
+        self.results.failures.extend(PageFailure.from_record(record) for record in state.failures)
         self.results.robots_skipped.extend(state.robots_skipped)
-        self.results.consumers.update(state.consumers)
         self.budget.resume(state.pages, state.bytes, state.elapsed)
         self.resumed = state
 

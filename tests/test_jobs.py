@@ -64,7 +64,7 @@ def journal_of(tmp_path, *entries, seed=SEED, **arguments):
 
 
 def test_a_replayed_journal_gives_the_unfinished_queue_in_order_and_what_was_spent(tmp_path):
-    failure = {"url": SEED + "x", "reason": "timed out after 1s", "found_on": SEED}
+    failure = {"url": SEED + "x", "kind": "timeout", "reason": "timed out after 1s", "found_on": SEED}
     settings = journal_of(
         tmp_path,
         entry(queued=[[SEED, 0, None]], done=[SEED], origin="http://site.test", pages=1, bytes=100, elapsed=0.5),
@@ -89,6 +89,7 @@ def test_a_replayed_journal_gives_the_unfinished_queue_in_order_and_what_was_spe
     # The held link joins the queue when max_depth reaches it, after the queue left.
     assert walk.frontier.unvisited() == [SEED + "a", SEED + "deep"]
     assert (walk.budget.pages, walk.budget.bytes) == (3, 400) and walk.budget.elapsed() >= 2.0
+    assert [restored.record() for restored in walk.results.failures] == [failure]
     shallow = Walk.of(walk_for(SEED, max_depth=1))
     shallow.restore(state)
     assert shallow.frontier.unvisited() == [SEED + "a"]

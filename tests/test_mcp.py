@@ -20,7 +20,8 @@ from mcp.types import CallToolResult
 
 from sitewalk.items import Match, Report, human_bytes
 from sitewalk.mcp import ServerOptions
-from sitewalk.mcp.text import grep_lines, index_lines, report_notices
+from sitewalk.mcp.listings import grep_lines, index_lines
+from sitewalk.mcp.notices import report_notices
 from tests.conftest import LOOPBACK, ROOT
 
 pytestmark = pytest.mark.anyio
@@ -105,7 +106,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     }
     # The bounds are the server's maxima (--max-pages 30, the defaults for the others).
     assert crawl["properties"]["max_pages"] | {"description": ""} == {
-        "type": "integer", "default": 20, "minimum": 1, "maximum": MAX_PAGES, "title": "Max Pages", "description": "",
+        "type": "integer", "default": 20, "minimum": 1, "maximum": MAX_PAGES, "description": "",
     }
     assert crawl["properties"]["max_depth"]["maximum"] == 5
     assert crawl["properties"]["max_depth"]["default"] == 1
@@ -113,7 +114,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert crawl["properties"]["max_bytes"]["maximum"] == 50_000_000
     # One request at a time unless the operator allows more (--max-concurrency).
     assert crawl["properties"]["concurrency"] | {"description": ""} == {
-        "type": "integer", "default": 1, "minimum": 1, "maximum": 1, "title": "Concurrency", "description": "",
+        "type": "integer", "default": 1, "minimum": 1, "maximum": 1, "description": "",
     }
     assert all(spec.get("description") for spec in crawl["properties"].values())
 
@@ -146,6 +147,23 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
         assert {"fetched", "stopped", "failures", "robots_skipped", "unvisited", "unvisited_total"} <= set(
             tool.output_schema["properties"]
         )
+
+
+# What tools/list may cost a model, in characters of the three tools' JSON, before it asks anything.
+TOOL_LIST_BUDGET = 8000
+
+
+async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Path) -> None:
+    async with serve(tmp_path) as running:
+        tools = (await running.session.list_tools()).tools
+    sizes = {
+        tool.name: len(json.dumps(tool.model_dump(mode="json", by_alias=True, exclude_none=True),
+                                  separators=(",", ":"), ensure_ascii=False))
+        for tool in tools
+    }
+    assert sum(sizes.values()) <= TOOL_LIST_BUDGET, sizes
+    # No parameter has a title that only repeats its name ("Max Pages").
+    assert not [name for tool in tools for name, spec in tool.input_schema["properties"].items() if "title" in spec]
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ import pytest
 
 from tests.conftest import LOOPBACK, ROOT
 
+# One worker runs them all, so the fleet (a venv, two nodes, the egg) is built once per run.
+pytestmark = pytest.mark.xdist_group("scrapyd")
+
 PROJECT = "sitewalk"
 VERSION = "1"
 ALLOW_LOOPBACK = f"SITEWALK_GUARD_ALLOW_NETWORKS={LOOPBACK['SITEWALK_GUARD_ALLOW_NETWORKS']}"

@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 import pytest
 
 from sitewalk import Match, Page, SitewalkError, grep
+from sitewalk.absence import Absence
 from sitewalk.links import parse_html
-from sitewalk.text import Absence, page_lines, plain_lines, visible_lines
+from sitewalk.text import page_lines, plain_lines, visible_lines
 from tests.conftest import LOOPBACK, allow_loopback, run_cli
 
 MATCH_FIELDS = ["url", "line", "text", "before", "after", "depth"]

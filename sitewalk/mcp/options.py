@@ -1,25 +1,15 @@
-"""What the operator of a sitewalk-mcp server decides: its walks' settings and the tools' maxima."""
+"""What the operator of a sitewalk-mcp server decides, and how the server's messages spell it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from sitewalk.config import WalkConfig
+from sitewalk.hints import Surface, option
 
-__all__ = ["LIMITS", "ServerOptions"]
-
-# The tools' parameters whose maximum is a server option: parameter -> ServerOptions field
-# (the option is --FIELD-NAME).
-LIMITS = {
-    "max_depth": "max_depth",
-    "max_pages": "max_pages",
-    "deadline": "max_deadline",
-    "max_bytes": "max_bytes",
-    "max_matches": "max_matches",
-    "max_length": "max_output_chars",
-    "concurrency": "max_concurrency",
-}
+__all__ = ["MCP", "OPTIONS", "Option", "ServerOptions"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +41,100 @@ class ServerOptions:
 
     def settings(self) -> dict[str, Any]:
         """The Scrapy settings every walk of this server runs with."""
-        settings: dict[str, Any] = {"ROBOTSTXT_OBEY": self.robots}
-        if self.allow_networks:
-            settings["SITEWALK_GUARD_ALLOW_NETWORKS"] = self.allow_networks
-        if self.user_agent:
-            settings["USER_AGENT"] = self.user_agent
-        return settings
+        values = {spec.setting: getattr(self, name) for name, spec in OPTIONS.items() if spec.setting is not None}
+        return {setting: value for setting, value in values.items() if value not in (None, "")}
 
     def limit(self, parameter: str) -> tuple[float, str] | None:
         """This server's maximum of the tools' ``parameter`` and the option that sets it, if one does."""
-        field = LIMITS.get(parameter)
-        if field is None:
-            return None
-        return getattr(self, field), "--" + field.replace("_", "-")
+        spec = next((spec for spec in OPTIONS.values() if spec.caps == parameter), None)
+        return None if spec is None else (getattr(self, spec.field), spec.flag)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One of the operator's options: the :class:`ServerOptions` field ``field``, given as the flag
+    ``--FIELD-NAME`` or in the environment variable ``env``. ``setting`` is the Scrapy setting it
+    gives every walk; ``bounds`` the walk argument whose bounds its value keeps (else ``minimum``);
+    ``caps`` the tool parameter whose maximum it is."""
+
+    field: str
+    env: str
+    help: str
+    metavar: str | None = None
+    setting: str | None = None
+    bounds: str | None = None
+    minimum: int | None = None
+    caps: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return option(self.field)
+
+    def spelled(self, value: Any = None) -> str:
+        """The flag that gives the option ``value`` (``--no-robots`` for robots=false)."""
+        if isinstance(value, bool):
+            return self.flag if value else option(f"no_{self.field}")
+        return self.flag if value is None else f"{self.flag} {value}"
+
+    def given(self, value: Any = None) -> str:
+        """The option as a message names it: ``--no-robots (env ROBOTSTXT_OBEY=false)``."""
+        if value is None:
+            return f"{self.spelled()} (env {self.env})"
+        word = json.dumps(value) if isinstance(value, bool) else value
+        return f"{self.spelled(value)} (env {self.env}={word})"
+
+
+# Every option, in the order --help lists them. An option that bounds no walk argument has a
+# minimum: an output cap with room for the summary and the notices; a cursor memory of 0 keeps
+# nothing (a cut output then has no cursor).
+OPTIONS = {spec.field: spec for spec in (
+    Option("allow_networks", "SITEWALK_GUARD_ALLOW_NETWORKS",
+           "comma-separated networks the address guard lets walks reach besides public addresses, "
+           "e.g. 127.0.0.1/32,::1/128; default: public addresses only", "CIDRS",
+           setting="SITEWALK_GUARD_ALLOW_NETWORKS"),
+    Option("robots", "ROBOTSTXT_OBEY", "obey robots.txt; default: true; --no-robots fetches pages it disallows",
+           setting="ROBOTSTXT_OBEY"),
+    Option("user_agent", "USER_AGENT", "User-Agent header", setting="USER_AGENT"),
+    Option("render", "SITEWALK_MCP_RENDER",
+           "let the tools' render parameter run pages in Chromium; default: true; --no-render: never"),
+    Option("delay", "SITEWALK_MCP_DELAY", "seconds between the requests of a walk", bounds="delay"),
+    Option("max_depth", "SITEWALK_MCP_MAX_DEPTH", "largest max_depth a call may ask for", bounds="max_depth",
+           caps="max_depth"),
+    Option("max_pages", "SITEWALK_MCP_MAX_PAGES", "largest max_pages a call may ask for", bounds="max_pages",
+           caps="max_pages"),
+    Option("max_deadline", "SITEWALK_MCP_MAX_DEADLINE", "largest deadline (seconds) a call may ask for",
+           bounds="deadline", caps="deadline"),
+    Option("max_bytes", "SITEWALK_MCP_MAX_BYTES", "largest max_bytes a call may ask for", bounds="max_bytes",
+           caps="max_bytes"),
+    Option("max_matches", "SITEWALK_MCP_MAX_MATCHES", "largest max_matches a web_grep call may ask for",
+           bounds="max_matches", caps="max_matches"),
+    Option("max_concurrency", "SITEWALK_MCP_MAX_CONCURRENCY",
+           "largest concurrency (requests in flight) a call may ask for", bounds="concurrency", caps="concurrency"),
+    Option("max_output_chars", "SITEWALK_MCP_MAX_OUTPUT_CHARS",
+           "most characters a call returns, text and structured content", minimum=1000, caps="max_length"),
+    Option("cursor_memory", "SITEWALK_MCP_CURSOR_MEMORY",
+           "most characters of cut outputs the server keeps for their cursors", minimum=0),
+)}
+
+
+class _Spelling(Surface):
+    """The MCP server's spelling: the tools' parameters, and the operator's options for settings."""
+
+    # Walk arguments that the tools name otherwise.
+    _PARAMETERS = {"seed": "url", "grep": "pattern"}
+
+    def name(self, argument: str) -> str:
+        return self._PARAMETERS.get(argument, argument)
+
+    def argument(self, name: str, value: Any) -> str:
+        return f"{self.name(name)}={json.dumps(value)}"
+
+    def setting(self, name: str, value: Any) -> str:
+        spec = next((spec for spec in OPTIONS.values() if spec.setting == name), None)
+        return f"{name}={value}" if spec is None else spec.spelled(value)
+
+    def fix(self, name: str, value: Any) -> str:
+        return f"this server's operator can fetch it by starting the server with {self.setting(name, value)}"
+
+
+MCP: Surface = _Spelling()

@@ -15,6 +15,7 @@ from sitewalk.items import Page, count, page_of
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import ReaderPool
 from sitewalk.sitemaps import Sitemaps
+from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -58,10 +59,13 @@ class SitewalkSpider(Spider):
         # scrapyd job's parameters, else scrapy crawl's -a and -s.
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
-        self.walk = Walk(config, on_page=on_page, on_page_stops=on_page_stops, job=job, surface=surface)
+        self.walk = Walk(config, job=job, surface=surface)
+        # The API's callback and whether it may stop the walk, for CallbackPipeline.
+        self.on_page, self.on_page_stops = on_page, on_page_stops
         self._reader = ReaderPool(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
         self._holds_links = False
         self._sitemaps: Sitemaps | None = None
+        self._grep: GrepMiddleware | None = None  # set in start(): which pages' lines grep needs
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -81,6 +85,7 @@ class SitewalkSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
+        self._grep = self.crawler.get_spider_middleware(GrepMiddleware)
         walk = self.walk
         frontier, gate = walk.frontier, walk.gate
         # The page that linked here, as a browser says: Scrapy's RefererMiddleware sees only the
@@ -197,12 +202,12 @@ class SitewalkSpider(Spider):
         markup = response.body if utf8 else response.text
         successful = 200 <= page.status < 300
         walk = self.walk
-        absence = walk.absence
+        grep = self._grep
         read, tree = await self._reader.read(
             markup, response.url,
             links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links
                                   or walk.config.link_report),
-            lines=successful and walk.config.consumer == "grep" and not (absence and absence.proven(page)),
+            lines=successful and walk.config.consumer == "grep" and (grep is None or grep.needs_lines(page)),
             content=successful, encoding=None if utf8 else page.encoding,
         )
         config = walk.config

@@ -1,0 +1,16 @@
+"""Downloader middlewares of the walk, one module each: the address guard's reasons, same origin,
+robots.txt, each request's share of the budget, 429/503 pauses, redirects."""
+
+from __future__ import annotations
+
+from sitewalk.downloadermiddlewares.budget import BudgetMiddleware
+from sitewalk.downloadermiddlewares.guard import AddressGuardMiddleware
+from sitewalk.downloadermiddlewares.origin import BROWSER_META, SameOriginMiddleware
+from sitewalk.downloadermiddlewares.redirect import WalkRedirectMiddleware
+from sitewalk.downloadermiddlewares.retryafter import RetryAfterMiddleware
+from sitewalk.downloadermiddlewares.robots import ROBOTS_META, RobotsTxtMiddleware
+
+__all__ = [
+    "BROWSER_META", "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
+    "SameOriginMiddleware", "WalkRedirectMiddleware",
+]

@@ -1,0 +1,62 @@
+"""The address guard's reasons, for every request: an IP literal refused early, a refused host name said."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import CannotResolveHostError
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.error import DNSLookupError
+
+from sitewalk import guard
+from sitewalk.failures import Refused
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+
+__all__ = ["AddressGuardMiddleware"]
+
+
+class AddressGuardMiddleware:
+    """The address guard's reasons, for every request, robots.txt and redirect hops included.
+
+    The enforcement is :class:`sitewalk.guard.GuardResolver` (TWISTED_DNS_RESOLVER), which sees
+    every address a connection is made to. This middleware refuses early what the URL itself
+    shows (an IP literal in any spelling outside the allowed networks) and turns the resolver's
+    refusal of a host name into the readable reason. It registers the crawl's
+    ``SITEWALK_GUARD_ALLOW_NETWORKS`` with the resolver for as long as the crawl runs.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._networks = guard.parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
+        guard.allow_networks_for_crawl(self, self._networks)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def engine_stopped(self) -> None:
+        guard.release_crawl(self)
+
+    def process_request(self, request: Request) -> None:
+        host = urlparse_cached(request).hostname or ""
+        address = guard.literal_ip(host)
+        if address is not None:
+            reason = guard.refusal(address, self._networks)
+            if reason is not None:
+                self.crawler.stats.inc_value("sitewalk/guard/refused")
+                raise Refused(reason, str(address))
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, (CannotResolveHostError, DNSLookupError)):
+            address = guard.last_refusal(urlparse_cached(request).hostname or "")
+            if address is not None:
+                self.crawler.stats.inc_value("sitewalk/guard/refused")
+                reason = guard.refusal(address, self._networks) or f"refused address {address}"
+                raise Refused(reason, address) from None
