@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitewalk.render.shell import SHORT, SHORT_WITH_SIGN, looks_like_shell
+from sitewalk.render.shell import SHORT, SHORT_WITH_SIGN, has_script, looks_like_shell
 from tests.conftest import HERE
 
 NAV = "<nav>" + " ".join(f"<a href='/{n}'>Section {n}</a>" for n in range(12)) + "</nav>"
@@ -65,6 +65,14 @@ def test_an_app_shell_is_rendered(name):
 @pytest.mark.parametrize("name", PLAIN)
 def test_a_page_of_text_is_not(name):
     assert not looks_like_shell(PLAIN[name])
+
+
+def test_a_page_without_a_script_tag_is_told_from_its_bytes():
+    assert not has_script(PLAIN["short-static"].encode())
+    assert has_script(SHELLS["vite"].encode()) and has_script(SHELLS["vite"].upper().encode(), "latin-1")
+    # In UTF-16 the bytes cannot tell: the page is parsed.
+    assert has_script(SHELLS["vite"].encode("utf-16"), "utf-16")
+    assert looks_like_shell(SHELLS["vite"].encode("utf-16").decode("utf-16"))
 
 
 def test_the_signs_count_only_on_short_pages():

@@ -81,7 +81,7 @@ class RenderMiddleware(WalkComponent):
             return response  # robots.txt, a sitemap, a request of the browser: not a page
         if not 200 <= response.status < 300 or media_type(response) not in HTML_TYPES or not response.body:
             return response
-        if self._mode == "auto" and not (has_script(response.body) and await asyncio.to_thread(_is_shell, response)):
+        if self._mode == "auto" and not (has_script(response.body, getattr(response, "encoding", None)) and await asyncio.to_thread(_is_shell, response)):
             self.crawler.stats.inc_value("sitewalk/render/plain")
             return response
         return await ticket.unless_dropped(self._render(request, response))

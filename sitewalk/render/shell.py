@@ -31,10 +31,15 @@ _RUN = frozenset({
 })
 
 
-def has_script(body: bytes) -> bool:
-    """Whether the page's bytes hold a ``<script`` at all: a page without one is no shell, told
-    without parsing it (a PostgreSQL docs page, say)."""
-    return _SCRIPT_TAG.search(body) is not None
+def has_script(body: bytes, encoding: str | None = None) -> bool:
+    """Whether the page's bytes (in ``encoding``, UTF-8 if None) may hold a ``<script``: a page
+    without one is no shell, told without parsing it (a PostgreSQL docs page, say). In an
+    encoding whose bytes are not ASCII's (UTF-16) the bytes cannot tell: True."""
+    try:
+        ascii_bytes = "<script".encode(encoding or "utf-8") == b"<script"
+    except LookupError:
+        ascii_bytes = False
+    return not ascii_bytes or _SCRIPT_TAG.search(body) is not None
 
 
 def looks_like_shell(markup: bytes | str) -> bool:
