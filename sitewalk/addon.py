@@ -26,7 +26,9 @@ from sitewalk.downloadermiddlewares import (
 )
 from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
+from sitewalk.linkcheck import LinkChecker
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
+from sitewalk.progress import TerminalProgress
 from sitewalk.render import RenderMiddleware
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
@@ -66,9 +68,12 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("SPIDER_MIDDLEWARES", DepthMiddleware, None),
     # The lowest order: it sees the spider's output last.
     ("SPIDER_MIDDLEWARES", ConsumedMiddleware, 10),
+    # Next to the spider: it sees the walk's pages before a consumer turns them into its items.
+    ("SPIDER_MIDDLEWARES", LinkChecker, 900),
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
     ("EXTENSIONS", WalkJournal, 10),
+    ("EXTENSIONS", TerminalProgress, 10),
     # In the place of Scrapy's: an exporter's exception is the page's failure.
     ("EXTENSIONS", FeedExporter, None),
     ("EXTENSIONS", WalkFeedExporter, 0),

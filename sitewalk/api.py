@@ -36,8 +36,8 @@ def walk(seed: str | None = None, *, on_page: OnPage = None, on_page_stops: bool
     """Walk the site from ``seed`` and return the report; blocks until the walk ends.
 
     ``options`` are the walk's arguments (``max_depth``, ``max_pages``, ``delay``, ``deadline``,
-    ``max_bytes``, ``report``, ``html_report``, ``junit``, ``headers``, ``config`` = a TOML path or
-    a mapping, ...; the report's ``broken_links`` lists the broken links with their inlinks);
+    ``max_bytes``, ``report``, ``html_report``, ``junit``, ``check_links``, ``headers``, ``config`` =
+    a TOML path or a mapping, ...; the report's ``broken_links`` lists broken links with inlinks);
     ``settings`` are Scrapy settings (e.g. ``{"SITEWALK_GUARD_ALLOW_NETWORKS": "10.0.0.0/8"}``).
     ``on_page(page)`` is called for every fetched page, in fetch order, on the walk's event loop
     thread; returning ``False`` stops the walk (``stopped == "callback"``) and nothing after that

@@ -108,17 +108,20 @@ class Budget:
         return None
 
     def log_progress(self) -> None:
+        """Log :meth:`progress`."""
+        logger.info("%s", self.progress())
+
+    def progress(self) -> str:
         """One line for a person: what is spent of each limit, the pace, the pages waiting, and
         when a limit will end the walk, about when and which."""
         # Pages requested and not yet counted are still to come, as the queued ones are.
         elapsed, queued = self.elapsed(), self._queued() + self.reserved
         rate = self.pages / elapsed if elapsed > 0 else 0.0
         ending = self.time_left(rate, queued)
-        logger.info(
-            "progress: pages %d/%d, depth %d/%d, %s/%s, elapsed %.1fs/%gs, %.1f pages/s, %d queued%s",
-            self.pages, self.max_pages, max(self._depth, 0), self.max_depth,
-            human_bytes(self.bytes), human_bytes(self.max_bytes), elapsed, self.deadline, rate, queued,
-            _ending(ending),
+        return (
+            f"progress: pages {self.pages}/{self.max_pages}, depth {max(self._depth, 0)}/{self.max_depth}, "
+            f"{human_bytes(self.bytes)}/{human_bytes(self.max_bytes)}, elapsed {elapsed:.1f}s/{self.deadline:g}s, "
+            f"{rate:.1f} pages/s, {queued} queued{_ending(ending)}"
         )
 
     def time_left(self, rate: float, queued: int) -> tuple[float, str] | None:

@@ -135,6 +135,11 @@ class WalkConfig:
         default=False,
         metadata=_arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
     )
+    check_links: bool = field(
+        default=False,
+        metadata=_arg("also check, once each, the links to other sites and the images, scripts and stylesheets pages "
+                      "embed (HEAD, not followed), and the #fragments of links to pages fetched"),
+    )
     grep: str | None = field(
         default=None,
         metadata=_arg("regular expression (RE2 syntax) searched for in each page's visible text, line by line"),
@@ -193,9 +198,9 @@ class WalkConfig:
 
     @property
     def link_report(self) -> bool:
-        """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``):
-        the walk then reads the links of the pages at ``max_depth`` too."""
-        return self.html_report is not None or self.junit is not None or self.fail_on_broken
+        """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``,
+        ``check_links``): the walk then reads the links of the pages at ``max_depth`` too."""
+        return self.html_report is not None or self.junit is not None or self.fail_on_broken or self.check_links
 
     @property
     def consumer(self) -> str:

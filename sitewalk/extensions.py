@@ -21,6 +21,7 @@ from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
 from sitewalk.linkreport import write_junit
+from sitewalk.progress import terminal_handler
 from sitewalk.spidermiddlewares import MATCHES, GrepMiddleware
 from sitewalk.state import WalkComponent
 
@@ -47,7 +48,8 @@ class WalkBudget(WalkComponent):
     The deadline counts from ``spider_opened``. A robots.txt ``Crawl-delay`` for
     ``ROBOTSTXT_USER_AGENT`` (``robots_parsed``) lengthens the delay between requests, never
     shortens it. A progress line goes to the log at each new depth and every
-    ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth).
+    ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth; on a terminal
+    one line in place instead, :class:`sitewalk.progress.TerminalProgress`).
 
     Stats: ``sitewalk/budget/pages``, ``sitewalk/budget/bytes`` (counted by the spider).
 
@@ -75,7 +77,7 @@ class WalkBudget(WalkComponent):
         # The deadline stops the walk when it comes, whatever the walk is waiting for.
         self._deadline = call_later(max(self._budget.seconds_left(), 0), self._deadline_reached)
         self._tick.start(1.0, now=False)
-        if self._interval > 0:
+        if self._interval > 0 and terminal_handler(self.crawler.settings) is None:
             self._progress.start(self._interval, now=False)
 
     def spider_closed(self) -> None:
@@ -142,6 +144,7 @@ class WalkReport(WalkComponent):
             out_of_scope=walk.frontier.out_of_scope,
             sitemaps=list(walk.results.sitemaps),
             sitemaps_not_read=list(walk.results.sitemaps_not_read),
+            unchecked_links=list(walk.results.links.unchecked),
         )
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sitewalk.hints import CLI
+from sitewalk.htmlassets import SCRIPT, STYLE
 from sitewalk.items import human_bytes
 from sitewalk.linkreport import BROKEN_KINDS
 
@@ -33,57 +34,6 @@ TOP = 50
 CLASSES = ("2xx", "3xx", "4xx", "5xx", "failed")
 _COLOURS = {"2xx": "#2e7d32", "3xx": "#1565c0", "4xx": "#ef6c00", "5xx": "#c62828", "failed": "#6a1b9a"}
 
-_STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:75em;padding:0 1em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0;width:100%;table-layout:fixed}th,td{border:1px solid #ddd;padding:.25em .5em;
-text-align:left;vertical-align:top}td.n,th.n{text-align:right}th.n{width:7em}th{background:#f4f4f4}
-th[data-sortable]{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}
-th[aria-sort=descending]::after{content:" \\25BC"}td{overflow-wrap:anywhere}
-.more{color:#666;font-style:italic}ul.from{margin:0;padding-left:1.2em}input.filter{margin:.3em 0;width:20em}
-dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}
-"""
-
-# Sorting (a click on a sortable header) and filtering (a box above each filterable table): the
-# tables are whole without them.
-_SCRIPT = """
-document.querySelectorAll("th[data-sortable]").forEach(function (th) {
-  th.addEventListener("click", function () {
-    var table = th.closest("table"), body = table.tBodies[0], column = th.cellIndex;
-    var down = th.getAttribute("aria-sort") !== "descending";
-    table.querySelectorAll("th").forEach(function (other) { other.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", down ? "descending" : "ascending");
-    var key = function (row) {
-      var cell = row.cells[column], value = cell.getAttribute("data-v");
-      return value === null ? cell.textContent : parseFloat(value);
-    };
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = key(a), y = key(b), order = x < y ? -1 : x > y ? 1 : 0;
-      return down ? -order : order;
-    });
-    var sorted = document.createDocumentFragment();
-    rows.forEach(function (row) { sorted.appendChild(row); });
-    body.appendChild(sorted);
-  });
-});
-document.querySelectorAll("table[data-filter]").forEach(function (table) {
-  var box = document.createElement("input");
-  box.className = "filter";
-  box.type = "search";
-  box.placeholder = "filter rows";
-  box.setAttribute("aria-label", "filter the rows of the table below");
-  box.addEventListener("input", function () {
-    var text = box.value.toLowerCase();
-    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-      row.hidden = text !== "" && row.textContent.toLowerCase().indexOf(text) < 0;
-    });
-  });
-  table.parentNode.insertBefore(box, table);
-});
-"""
-
-
 def write_html(path: str, report: Report, book: LinkBook, config: WalkConfig, surface: Surface = CLI) -> None:
     """Write the HTML report of the walk ``report`` describes to ``path`` (the options it names
     spelt as ``surface`` takes them)."""
@@ -93,7 +43,7 @@ def write_html(path: str, report: Report, book: LinkBook, config: WalkConfig, su
 def render(report: Report, book: LinkBook, config: WalkConfig, surface: Surface = CLI) -> str:
     """The report as one HTML document: everything inline, every URL and title escaped, and a
     Content-Security-Policy that lets only its own style and script run and loads nothing."""
-    style, script = _STYLE.strip(), _SCRIPT.strip()
+    style, script = STYLE.strip(), SCRIPT.strip()
     policy = (f"default-src 'none'; style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
               "img-src 'none'; base-uri 'none'; form-action 'none'")
     title = f"sitewalk: {report.origin or report.seed}"
@@ -266,6 +216,9 @@ def _not_fetched(report: Report, config: WalkConfig, surface: Surface) -> list[s
         ("guard", "Refused by the address guard (allow their network with SITEWALK_GUARD_ALLOW_NETWORKS)", guarded),
         ("unvisited", f"Known but not fetched when the walk ended ({stop})", report.unvisited),
     ]
+    if config.check_links:
+        groups.append(("unchecked", "Links not checked (past SITEWALK_LINKCHECK_MAX_CHECKS, or left when the walk "
+                       "ended)", report.unchecked_links))
     out = ['<h2 id="not-fetched">Not fetched</h2>',
            f"<p>Out of scope (include, exclude, no_parent): {report.out_of_scope} links.</p>"]
     for key, heading, urls in groups:

@@ -209,6 +209,9 @@ class Report:
     # Each broken URL (4xx, 5xx, a failure: sitewalk.linkreport.BROKEN_KINDS) with url, status,
     # kind, reason, inlinks (how many fetched pages link to it) and linked_from (the first 10).
     broken_links: list[dict[str, Any]] = field(default_factory=list)
+    # With check_links: the URLs to check that were not (past SITEWALK_LINKCHECK_MAX_CHECKS, or
+    # left when the walk halted).
+    unchecked_links: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

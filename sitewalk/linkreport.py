@@ -45,7 +45,8 @@ class PageRecord:
 @dataclass(slots=True)
 class Verdict:
     """What became of one URL the walk checked: its ``status`` (None when it failed), ``kind``
-    (``http`` for a status, else a failure kind) and ``reason``."""
+    (``http`` for a status, ``fragment`` for a page without the part a link's fragment names,
+    else a failure kind) and ``reason``."""
 
     url: str
     status: int | None
@@ -54,7 +55,7 @@ class Verdict:
 
     @property
     def broken(self) -> bool:
-        return self.status is None or self.status >= 400
+        return self.status is None or self.status >= 400 or self.kind == "fragment"
 
 
 def http_reason(status: int) -> str:
@@ -87,6 +88,9 @@ class LinkBook:
         self._page_of: dict[str, int] = {}
         # The first status of URLs whose redirects led to a page known already.
         self._redirected: dict[str, int] = {}
+        # With check_links: the verdicts of the links it checked, and the URLs it left unchecked.
+        self._checked: dict[str, Verdict] = {}
+        self.unchecked: list[str] = []
 
     def page_fetched(self, page: Page, links: list[str], meta: Mapping[str, Any]) -> None:
         """A page went through the walk with ``links`` (its response's ``meta`` has the download
@@ -97,7 +101,19 @@ class LinkBook:
         self._page_of.setdefault(page.url, index)
         self._page_of.setdefault(page.final_url, index)
         self._hops(page.final_url, meta)
-        ids: array[int] = array("I")
+        self._links.append(array("I"))
+        self._add(index, links)
+
+    def add_links(self, url: str, links: list[str]) -> None:
+        """More links of the fetched page ``url`` (check_links: the resources it embeds, its links
+        with a fragment); those it has already are not counted again."""
+        index = self._page_of.get(url)
+        if index is not None:
+            self._add(index, links)
+
+    def _add(self, index: int, links: list[str]) -> None:
+        ids = self._links[index]
+        had = set(ids)
         known, urls, inlinks, firsts = self._ids, self._urls, self._inlinks, self._first
         # Each URL once per page, however often the page links to it.
         for link in dict.fromkeys(links):
@@ -107,12 +123,19 @@ class LinkBook:
                 urls.append(link)
                 inlinks.append(0)
                 firsts.append(array("I"))
+            elif number in had:
+                continue
             ids.append(number)
             inlinks[number] += 1
             first = firsts[number]
             if len(first) < FIRST_INLINKS:
                 first.append(index)
-        self._links.append(ids)
+
+    def links_checked(self, verdicts: dict[str, Verdict], unchecked: list[str]) -> None:
+        """What check_links found (:mod:`sitewalk.linkcheck`): the verdicts of links to other
+        sites, of resources and of links with a fragment, and the URLs it did not check."""
+        self._checked.update(verdicts)
+        self.unchecked = unchecked
 
     def redirected_to_known(self, url: str, meta: Mapping[str, Any]) -> None:
         """A redirect led to ``url``, a page the walk knows already (so no page comes of it): its
@@ -138,9 +161,9 @@ class LinkBook:
         return self._inlinks[number], [self.pages[index].final_url for index in self._first[number]]
 
     def verdicts(self, failures: list[dict[str, str | None]], error: dict[str, str] | None = None) -> dict[str, Verdict]:
-        """What became of each URL the walk checked: each fetched page's status, and the failures
-        of :data:`BROKEN_KINDS` (``error``: the seed's)."""
-        found: dict[str, Verdict] = {}
+        """What became of each URL the walk checked: each fetched page's status, the failures of
+        :data:`BROKEN_KINDS` (``error``: the seed's), and the links check_links checked."""
+        found: dict[str, Verdict] = dict(self._checked)
         records: list[Mapping[str, str | None]] = [*failures, *([error] if error else [])]
         for record in records:
             url, kind = record["url"], record["kind"]

@@ -86,6 +86,10 @@ FEED_EXPORT_ENCODING = "utf-8"
 SITEWALK_RETRY_TIMES = 3
 SITEWALK_RETRY_AFTER_MAX = 120.0
 
+# check_links checks at most this many URLs (links to other sites, resources); the rest are listed
+# in the report's unchecked_links.
+SITEWALK_LINKCHECK_MAX_CHECKS = 1000
+
 # sitemap=true reads at most this many sitemap files (indexes included).
 SITEWALK_SITEMAP_MAX_FILES = 20
 

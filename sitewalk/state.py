@@ -117,6 +117,11 @@ class Walk:
         if reason in HALTS and self._halting is None:
             self._halting = call_later(HALT_GRACE, self.gate.halt)
 
+    @property
+    def halting(self) -> bool:
+        """Whether a halt (:data:`HALTS`: the deadline, an interruption) was asked for."""
+        return self._halting is not None
+
     def reason_to_stop(self) -> str | None:
         return self._stop or self.budget.exhausted()
 

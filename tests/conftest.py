@@ -59,6 +59,23 @@ class Site:
         self._process.wait()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _reactor_in_its_own_thread() -> None:
+    """The Python API's one reactor per process, started in its own thread before any test.
+
+    Otherwise the first API call of a worker decides where it lives: an ``asyncio.run(walk_async(...))``
+    would install it on that call's loop, which ends with the call, and every later walk in the
+    process would fail (as it would in a user's program that did the same; the API says so). The
+    order xdist gives a worker's tests must not decide whether they pass.
+    """
+    from sitewalk._reactor import run_blocking
+
+    async def nothing(_: None) -> None:
+        return None
+
+    run_blocking(nothing, None)
+
+
 @pytest.fixture
 def make_site(tmp_path: Path) -> Iterator[Any]:
     sites: list[Site] = []

@@ -20,10 +20,12 @@ body is a gzip file, sent as it is: a ``.xml.gz`` sitemap), ``chunked`` (no
 Content-Length), ``sleep`` (seconds before answering), ``trickle`` (seconds between 1 KiB
 writes), ``encoding`` (of the body text, utf-8), ``raw`` (text sent as the whole answer, then the
 connection is closed), ``cut`` (close the connection after that many body bytes), ``close``
-(close the connection without answering), ``before`` (a list of pages answered first, one per
-request for the path, before the page itself). A path not in the spec is a 404. Each log line is JSON: time, method, path, headers,
+(close the connection without answering), ``methods`` (the methods answered, GET and HEAD by
+default; another is answered 405), ``before`` (a list of pages answered first, one per
+request for the path, before the page itself). A path not in the spec is a 404. Each log line is JSON: time, method (GET or HEAD: a HEAD is answered as a GET, without the body), path, headers,
 ``answering`` (how many requests the server was answering at once, this one included), and
-``bytes_sent`` is logged on a second line when the body was written.
+``bytes_sent`` is logged on a second line when the body was written; each connection accepted is
+logged as ``connection`` (the client's address).
 """
 
 from __future__ import annotations
@@ -47,11 +49,17 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        self.logged("GET")
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.logged("HEAD")
+
+    def logged(self, method: str) -> None:
         answering = self.server.begin()
         try:
             self.server.log({
                 "time": time.time(),
-                "method": "GET",
+                "method": method,
                 "path": self.path,
                 "headers": dict(self.headers.items()),
                 "answering": answering,
@@ -77,6 +85,8 @@ class Handler(BaseHTTPRequestHandler):
         if page is None:
             page = {"status": 404, "body": "<html><head><title>Not found</title></head>"
                     "<body>not found <a href='/from-404'>home</a></body></html>"}
+        if self.command not in page.get("methods", ("GET", "HEAD")):
+            page = {"status": 405, "headers": {"Allow": ", ".join(page["methods"])}, "body": "method not allowed"}
         if page.get("sleep"):
             time.sleep(page["sleep"])
         if page.get("close") or "raw" in page:
@@ -103,6 +113,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if self.command == "HEAD":
+            return
         if "cut" in page:
             body = body[: page["cut"]]
             self.close_connection = True
@@ -135,6 +147,10 @@ class Server(ThreadingHTTPServer):
         self._asked: dict[str, int] = {}
         host_part = f"[{host}]" if ":" in host else host
         self.origin = f"http://{host_part}:{self.server_address[1]}"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.log({"time": time.time(), "connection": list(client_address)})
+        super().process_request(request, client_address)
 
     def count(self, path: str) -> int:
         """How many times ``path`` was asked for before this request."""

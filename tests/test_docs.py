@@ -184,6 +184,19 @@ def test_readme_three_walks(make_site, tmp_path):
     assert items[0]["content"].startswith("# Docs\n") and "TODO: write the intro" in items[0]["content"]
 
 
+def test_readme_in_ci(make_site, tmp_path):
+    (ci_walk,) = commands(section("README.md", "In CI"))
+    # The report's site, its home page showing an image that is not there.
+    site = make_site({**REPORT_SITE, "/": {**REPORT_SITE["/"], "body": "<img src='/logo.png' alt='logo'>"}})
+    result = run(on_site(ci_walk, site), tmp_path)
+    assert result.returncode == 3, result.stderr
+    # The four links to missing pages, and the image: checked once, with HEAD, never as a page.
+    assert JUnitXml.fromfile(str(tmp_path / "links.xml")).failures == 5
+    assert [(entry["method"], entry["path"]) for entry in site.requests() if entry["path"] == "/logo.png"] == [
+        ("HEAD", "/logo.png")]
+    assert len(site.paths()) == 7
+
+
 def test_walk_a_site(make_site, tmp_path):
     index, csv_walk, scrapy_walk = commands(section("docs/command.md", "Walk a site"))
     site = make_site(SITE)
@@ -577,6 +590,29 @@ def test_report_the_html_report_command(make_site, tmp_path):
     assert [(row["url"], row["inlinks"]) for row in report["broken_links"]] == [(site("/gone"), 3), (site("/api/v1"), 1)]
     text = (tmp_path / "walk.html").read_text(encoding="utf-8")
     assert "Broken links (2)" in text and "<script>" in text
+
+
+def test_report_the_link_check_command(make_site, tmp_path):
+    (check_walk,) = commands(section("docs/report.md", "Links to other sites, resources and fragments"))
+    other = make_site({"/ok": {}, "/no-head": {"methods": ["GET"]}})
+    site = make_site({
+        **REPORT_SITE,
+        "/": {"title": "Docs", "links": ["/guide", "/api#intro", other("/ok"), other("/gone"), other("/no-head")],
+              "body": '<img src="/logo.png">'},
+        "/api": {"title": "API", "body": '<h2 id="intro">Intro</h2>'},
+        "/logo.png": {"content_type": "image/png", "body": "png"},
+    })
+    result = run(on_site(check_walk, site), tmp_path)
+    assert result.returncode == 3, result.stderr
+    # The walk's pages in their order (GET), the resource checked (HEAD) at the walk's pace.
+    gets = [entry["path"] for entry in site.requests() if entry["method"] == "GET" and entry["path"] != "/robots.txt"]
+    assert gets == ["/", "/guide", "/api", "/gone", "/guide/old", "/api/v1"]
+    assert [entry["path"] for entry in site.requests() if entry["method"] == "HEAD"] == ["/logo.png"]
+    assert sorted((entry["method"], entry["path"]) for entry in other.requests()) == [
+        ("GET", "/no-head"), ("HEAD", "/gone"), ("HEAD", "/no-head"), ("HEAD", "/ok")]
+    failures = {case.name: case.result[0].type for suite in JUnitXml.fromfile(str(tmp_path / "links.xml"))
+                for case in suite if not case.is_passed}
+    assert failures == {site("/gone"): "http", site("/api/v1"): "http", other("/gone"): "http"}
 
 
 def test_report_the_ci_commands(make_site, tmp_path):

@@ -30,6 +30,20 @@ def test_every_linking_page_counts_and_the_first_are_named():
     assert (row["url"], row["status"], row["reason"], row["inlinks"]) == (ORIGIN + "/gone", 404, "HTTP 404 Not Found", 15)
 
 
+def test_links_added_later_count_once_per_page():
+    book = LinkBook()
+    book.page_fetched(page("/a"), [ORIGIN + "/x"], {})
+    book.page_fetched(page("/b", final="/b2"), [], {})
+    # check_links adds a page's resources and fragment links after it went through the walk.
+    book.add_links(ORIGIN + "/a", [ORIGIN + "/x", ORIGIN + "/i.png", ORIGIN + "/i.png"])
+    book.add_links(ORIGIN + "/b", [ORIGIN + "/i.png", ORIGIN + "/a#top"])
+    book.add_links(ORIGIN + "/unknown", [ORIGIN + "/i.png"])
+    assert book.inlinks(ORIGIN + "/x") == (1, [ORIGIN + "/a"])
+    assert book.inlinks(ORIGIN + "/i.png") == (2, [ORIGIN + "/a", ORIGIN + "/b2"])
+    assert [links for _, links in book.page_links()] == [
+        [ORIGIN + "/x", ORIGIN + "/i.png"], [ORIGIN + "/i.png", ORIGIN + "/a#top"]]
+
+
 @pytest.mark.parametrize(
     ("kind", "broken"),
     [("network", True), ("dns", True), ("redirect-loop", True), ("guard", True),

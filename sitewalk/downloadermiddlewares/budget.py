@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 
 from sitewalk.downloadermiddlewares.robots import ROBOTS_META
+from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -30,8 +32,8 @@ class BudgetMiddleware(WalkComponent):
     holds it until the walk's pace lets it start.
 
     Every request to the site (pages, robots.txt, sitemaps, redirect hops, a page asked again
-    after a 429) waits here until ``delay`` seconds after the previous one started and until a
-    pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
+    after a 429, link checks; not a link check on another site, paced by :mod:`sitewalk.linkcheck`)
+    waits here until ``delay`` seconds after the previous one started and until a pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
     meanwhile is dropped (listed as unvisited). Then it sets meta ``download_timeout`` to the
     seconds left before the deadline and ``download_maxsize`` to the body bytes left under
     max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE), and ``sitewalk_started`` to
@@ -62,7 +64,9 @@ class BudgetMiddleware(WalkComponent):
 
     async def process_request(self, request: Request) -> None:
         gate = self.walk.gate
-        await gate.may_start()
+        walk_paced = request.meta.get(CHECK_META) != OTHER_ORIGIN
+        if walk_paced:
+            await gate.may_start()
         if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
             raise Dropped
         budget = self.walk.budget
@@ -75,7 +79,7 @@ class BudgetMiddleware(WalkComponent):
             request.meta["sitewalk_budget_maxsize"] = budget_bound
             if budget_bound:
                 self._budget_bound.add(f"in request {request}.")
-        request.meta["sitewalk_started"] = gate.request_started()
+        request.meta["sitewalk_started"] = gate.request_started() if walk_paced else time.monotonic()
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")

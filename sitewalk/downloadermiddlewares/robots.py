@@ -39,7 +39,8 @@ class RobotsTxtMiddleware:
     that cannot be fetched at all (connection error, timeout), disallows everything (RFC 9309
     §2.3.1.4: the crawler MUST assume complete disallow). A refused page raises
     :class:`RobotsDisallowed`, a page of a host whose robots.txt could not be read
-    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``.
+    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``; a request
+    with Scrapy's ``dont_obey_robotstxt`` meta (a link check on another site) is not checked.
 
     Stats: ``robotstxt/request_count``, ``robotstxt/response_status_count/<status>``,
     ``robotstxt/forbidden``, ``sitewalk/robots/unreachable``.
@@ -59,7 +60,7 @@ class RobotsTxtMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_META):
+        if request.meta.get(ROBOTS_META) or request.meta.get("dont_obey_robotstxt"):
             return
         rules = await self._rules(request)
         if isinstance(rules, Failed):

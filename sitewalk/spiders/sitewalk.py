@@ -12,6 +12,7 @@ from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
+from sitewalk.linkcheck import LinkChecker
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.pagereader import ReaderPool
 from sitewalk.sitemaps import Sitemaps
@@ -129,6 +130,7 @@ class SitewalkSpider(Spider):
         # The requests in flight are the budget's: their pages go through, and their links tell
         # whether the stop left anything unfetched (as they do one request at a time).
         await gate.drained()
+        await LinkChecker.finished_in(self.crawler)  # and the links still being checked (check_links)
         # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
         stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
@@ -156,8 +158,7 @@ class SitewalkSpider(Spider):
                 links, failed = [], self._unreadable(page, exc)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
-            # Counted in request order: which page max_bytes cuts does not depend on which
-            # response arrived first.
+            # Counted in request order: which page max_bytes cuts does not depend on which response arrived first.
             over = walk.budget.count(page.byte_count, page.depth)
             ticket.holds_page = False
             if over is None:

@@ -1,0 +1,288 @@
+"""Link checking (``check_links``): the links to other origins and the resources pages embed,
+each asked for once, and the fragments of same-origin links, looked up in the pages fetched."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import unquote
+
+import ada_url
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured, StopDownload
+from scrapy.http.request import NO_CALLBACK
+from twisted.python.failure import Failure
+
+from sitewalk.failures import describe
+from sitewalk.items import Page
+from sitewalk.linkreport import BROKEN_KINDS, Verdict, http_reason
+from sitewalk.links import UTF8_CHARSETS, parse_html
+from sitewalk.state import WalkComponent
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["CHECK_META", "IN_FLIGHT", "OTHER_ORIGIN", "LinkChecker", "Targets", "fragment_found", "read_targets"]
+
+logger = logging.getLogger(__name__)
+
+# Meta key of a check request: OTHER_ORIGIN for a URL on another origin (paced here, by host),
+# else True (a resource on the walk's origin: paced with its pages, and robots.txt obeyed).
+CHECK_META = "sitewalk_check"
+OTHER_ORIGIN = "other-origin"
+# The most checks in flight at once, over all hosts (one at a time per host).
+IN_FLIGHT = 8
+# Answers to HEAD that mean "ask with GET".
+_HEAD_REFUSED = frozenset({405, 501})
+_RESOURCES = 'img[src], script[src], link[href][rel~="stylesheet" i]'
+_ANCHORS = "a[href], area[href]"
+# Fragments that always have a target (the HTML standard: the top of the document).
+_TOP = frozenset({"", "top"})
+
+
+class Targets(NamedTuple):
+    """What one page gives to check: the ``resources`` it embeds (absolute, without fragment), its
+    links with a fragment as (URL, fragment), and the ``ids`` a link to it may name (``id``
+    attributes and ``<a name>``)."""
+
+    resources: list[str]
+    fragments: list[tuple[str, str]]
+    ids: frozenset[str]
+
+
+def read_targets(markup: bytes | str, url: str) -> Targets:
+    """The :class:`Targets` of the HTML page ``markup`` at ``url`` (relative URLs resolved
+    against its first ``<base href>``, as a browser does)."""
+    tree = parse_html(markup)
+    base = url
+    element = tree.css_first("base[href]")
+    if element is not None:
+        base = _join(url, element.attributes.get("href") or "") or url
+    resources: dict[str, None] = {}
+    for element in tree.css(_RESOURCES):
+        attributes = element.attributes
+        target = _join(base, attributes.get("href" if element.tag == "link" else "src") or "")
+        if target is not None:
+            resources[target.partition("#")[0]] = None
+    fragments: dict[tuple[str, str], None] = {}
+    for element in tree.css(_ANCHORS):
+        href = element.attributes.get("href") or ""
+        if "#" in href:
+            target = _join(base, href)
+            if target is not None:
+                page, _, fragment = target.partition("#")
+                fragments[page, fragment] = None
+    ids = {element.attributes.get("id") or "" for element in tree.css("[id]")}
+    ids.update(element.attributes.get("name") or "" for element in tree.css("a[name]"))
+    return Targets(list(resources), list(fragments), frozenset(ids))
+
+
+def _join(base: str, href: str) -> str | None:
+    try:
+        target: str = ada_url.join_url(base, href.strip())
+    except ValueError:
+        return None
+    return target if target.startswith(("http://", "https://")) else None
+
+
+def fragment_found(fragment: str, ids: frozenset[str]) -> bool:
+    """Whether a link's ``fragment`` names a part of a page with ``ids``: as a browser finds it
+    (the HTML standard's "indicated part of the document"), as it is or percent-decoded."""
+    if fragment.lower() in _TOP:
+        return True
+    return fragment in ids or unquote(fragment) in ids
+
+
+class LinkChecker(WalkComponent):
+    """With ``check_links``: reads each page the walk hands to its consumers (a spider middleware,
+    next to the spider) for the links to check, and checks them beside the walk.
+
+    Each distinct link to another origin and each resource a page embeds (``img src``,
+    ``script src``, ``link rel=stylesheet href``), on any origin, is asked for once with HEAD,
+    then with GET where HEAD is refused (405, 501; the body is not downloaded: the download stops
+    at the headers), and never followed: a redirect is its verdict (not broken), no links are
+    read from it. The requests go through Scrapy's downloader, so the address guard, the
+    deadline and the site's cookies apply as to pages; they are not pages (not in max_pages,
+    max_bytes, the feeds nor the walk's order). Requests to one host and port go one at a time,
+    their starts ``delay`` seconds apart, at most :data:`IN_FLIGHT` over all hosts. On another
+    origin robots.txt is not asked (one request per link); on the walk's origin they also keep
+    the walk's pace and obey its robots.txt. A same-origin link with a fragment (``page.html#intro``) is broken
+    when the page it names was fetched and has no element with that id (nor ``<a name>``).
+
+    At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
+    a halt (the deadline, an interruption) left, are :attr:`unchecked`. The spider awaits
+    :meth:`finished` before the walk ends. Meta: :data:`CHECK_META`. Stats:
+    ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
+    walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        if not self.walk.config.check_links:
+            raise NotConfigured
+        self._most = crawler.settings.getint("SITEWALK_LINKCHECK_MAX_CHECKS")
+        self._delay = self.walk.config.delay
+        # Every distinct URL to check, in the order pages gave them; their verdicts.
+        self._wanted: dict[str, None] = {}
+        self.verdicts: dict[str, Verdict] = {}
+        self._queues: dict[str, deque[str]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._reading: set[asyncio.Task[None]] = set()
+        self._slots: asyncio.Semaphore | None = None
+        # Fetched pages (by URL and final URL) with their status and ids; links with a fragment.
+        self._pages: dict[str, tuple[int, frozenset[str]]] = {}
+        self._fragments: list[tuple[str, str]] = []
+        crawler.signals.connect(self.headers_received, signal=signals.headers_received)
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for item in result:
+            if isinstance(item, Page) and item.is_html and item.body and 200 <= item.status < 300:
+                reading = asyncio.ensure_future(self._read(item))
+                self._reading.add(reading)
+                reading.add_done_callback(self._reading.discard)
+            yield item
+
+    async def _read(self, page: Page) -> None:
+        utf8 = (page.encoding or "").lower() in UTF8_CHARSETS
+        try:
+            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url)
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be read gives nothing to check
+            logger.warning("%s could not be read for check_links (%s: %s): its links are not checked",
+                           page.final_url, type(exc).__name__, exc)
+            return
+        frontier = self.walk.frontier
+        for url in (page.url, page.final_url):
+            self._pages.setdefault(url, (page.status, targets.ids))
+        fragments = [(url, fragment) for url, fragment in targets.fragments if fragment and frontier.same_origin(url)]
+        self._fragments.extend(fragments)
+        others = [url for url in page.links or () if not frontier.same_origin(url)]
+        self.walk.results.links.add_links(page.url, [*targets.resources, *(f"{url}#{fragment}" for url, fragment in fragments)])
+        for url in (*others, *targets.resources):
+            self._want(url)
+
+    def _want(self, url: str) -> None:
+        if url in self._wanted:
+            return
+        self._wanted[url] = None
+        if len(self._wanted) > self._most or self.walk.halting:
+            return
+        host = ada_url.URL(url).host
+        queue = self._queues.setdefault(host, deque())
+        queue.append(url)
+        if host not in self._workers or self._workers[host].done():
+            self._workers[host] = asyncio.ensure_future(self._work(queue))
+
+    async def _work(self, queue: deque[str]) -> None:
+        """Check the URLs of one host (and port), one request at a time, ``delay`` apart (on the
+        walk's origin, its Crawl-delay too, besides the walk's own pace)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(IN_FLIGHT)
+        loop = asyncio.get_running_loop()
+        started = float("-inf")
+        while queue and not self._over():
+            url = queue.popleft()
+            other = not self.walk.frontier.same_origin(url)
+            verdict = None
+            for method in ("HEAD", "GET"):
+                if self._over():
+                    break
+                delay = self._delay if other else max(self._delay, self.walk.gate.delay)
+                while (wait := started + delay - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                async with self._slots:
+                    started = loop.time()
+                    verdict = await self._ask(url, method, other)
+                if verdict is None or verdict.status not in _HEAD_REFUSED:
+                    break
+            if verdict is not None:
+                self.verdicts[url] = verdict
+                self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
+
+    async def _ask(self, url: str, method: str, other: bool) -> Verdict | None:
+        """One request for ``url``; its verdict, or None when the walk's budget cut it off, or
+        robots.txt disallows it (not checked)."""
+        meta: dict[str, Any] = {CHECK_META: True, "dont_redirect": True, "handle_httpstatus_all": True}
+        if other:
+            # Scrapy's own keys: no robots.txt of the other site (one request per link), and a
+            # downloader slot per host and port (Scrapy's are per host name: a site on another port
+            # of the walk's host would wait behind its pages).
+            meta.update({CHECK_META: OTHER_ORIGIN, "dont_obey_robotstxt": True, "download_slot": ada_url.URL(url).host})
+        request = Request(url, method=method, callback=NO_CALLBACK, meta=meta)
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # noqa: BLE001 - any failure to fetch it is the link's verdict
+            failure = Failure(exc)
+            if self.walk.budget.cut_off(failure, request) is not None:
+                return None
+            failed = describe(failure, request)
+            # A failure that says nothing of the link (robots.txt, DOWNLOAD_MAXSIZE): not checked.
+            return Verdict(url, None, failed.kind, failed.reason) if failed.kind in BROKEN_KINDS else None
+        status = response.status
+        reason = http_reason(status)
+        location = response.headers.get(b"Location")
+        if 300 <= status < 400 and location:
+            target = response.urljoin(location.decode("latin-1"))
+            self.walk.results.links.redirects.append((url, target, status))
+            reason = f"{reason}, to {target}"
+        return Verdict(url, status, "http", reason)
+
+    def _over(self) -> bool:
+        """Whether the walk halted or its deadline passed: no check starts any more."""
+        return self.walk.halting or self.walk.budget.seconds_left() <= 0
+
+    def headers_received(self, request: Request) -> None:
+        """A GET that checks a link needs the status only: its body is not downloaded."""
+        if request.meta.get(CHECK_META) and request.method == "GET":
+            raise StopDownload(fail=False)
+
+    async def finished(self) -> None:
+        """Wait until every page is read and every link checked, or until the walk halts."""
+        while True:
+            pending = [task for task in (*self._reading, *self._workers.values()) if not task.done()]
+            if not pending:
+                break
+            if self.walk.halting:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                break
+            # A halt (the deadline, an interruption) is looked for between waits.
+            await asyncio.wait(pending, timeout=0.1)
+        unchecked = self.unchecked()
+        self.walk.results.links.links_checked({**self.verdicts, **self._fragment_verdicts()}, unchecked)
+        if unchecked:
+            self.crawler.stats.set_value("sitewalk/linkcheck/unchecked", len(unchecked))
+            logger.info("sitewalk: %d links not checked (the walk's end, or SITEWALK_LINKCHECK_MAX_CHECKS=%d)",
+                        len(unchecked), self._most)
+
+    @classmethod
+    async def finished_in(cls, crawler: Crawler) -> None:
+        """:meth:`finished` of the walk ``crawler`` runs, if it checks links."""
+        checker = crawler.get_spider_middleware(cls)
+        if checker is not None:
+            await checker.finished()
+
+    def unchecked(self) -> list[str]:
+        """The URLs to check that were not: past the checks' budget, cut off by the walk's end, or
+        disallowed by the walk origin's robots.txt."""
+        return [url for url in self._wanted if url not in self.verdicts]
+
+    def _fragment_verdicts(self) -> dict[str, Verdict]:
+        """The verdicts of the links with a fragment to a page fetched."""
+        verdicts: dict[str, Verdict] = {}
+        for url, fragment in self._fragments:
+            known = self._pages.get(url)
+            if known is None:
+                continue
+            status, ids = known
+            link = f"{url}#{fragment}"
+            if fragment_found(fragment, ids):
+                verdicts[link] = Verdict(link, status, "http", http_reason(status))
+            else:
+                verdicts[link] = Verdict(link, status, "fragment", f"the page has no element with id {fragment!r}")
+        return verdicts
