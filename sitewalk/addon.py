@@ -29,6 +29,7 @@ from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.linkcheck import LinkChecker
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
 from sitewalk.progress import TerminalProgress
+from sitewalk.render import RenderMiddleware
 from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
 from sitewalk.state import Walk
 
@@ -51,6 +52,8 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
     ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
+    # Sees a page after its redirects (and Scrapy's decompression): render=always/auto run it in a browser.
+    ("DOWNLOADER_MIDDLEWARES", RenderMiddleware, 550),
     # The walk keeps its own origin and robots.txt rules; BudgetMiddleware sets every request's
     # timeout; every page is requested once; a meta refresh is not a link.
     ("DOWNLOADER_MIDDLEWARES", OffsiteMiddleware, None),

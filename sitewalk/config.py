@@ -190,6 +190,12 @@ class WalkConfig:
                       "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
 
+    render: str = field(
+        default="never",
+        metadata=_arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
+                      "or auto (only pages whose HTML is an app shell)"),
+    )
+
     @property
     def link_report(self) -> bool:
         """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``,

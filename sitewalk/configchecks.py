@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 
     from sitewalk.config import WalkConfig
 
-__all__ = ["EXAMPLE_SEED", "check_config", "check_run"]
+__all__ = ["EXAMPLE_SEED", "RENDER_MODES", "check_config", "check_run"]
 
 EXAMPLE_SEED = "https://docs.example.com/"
+# When a page is run in a browser (sitewalk.render): never, always, or when its HTML is an app shell.
+RENDER_MODES = ("never", "always", "auto")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -52,6 +54,8 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
         raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {config.content!r}")
     if config.main_content and config.content is None and config.save_dir is None:
         raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
+    if config.render not in RENDER_MODES:
+        raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
     if config.regex is not None and config.css is None and config.xpath is None:
         raise SitewalkError(
             f"regex filters css/xpath values: give {surface.argument('css', '...')} "
@@ -154,10 +158,15 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the paths it writes to (the report, the feeds, the save directory) and the sitewalk settings."""
+    the paths it writes to (the report, the feeds, the save directory), the browser ``render``
+    runs and the sitewalk settings."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
+    if config.render != "never":
+        from sitewalk.render.browser import chromium_path
+
+        chromium_path(settings, surface)
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))

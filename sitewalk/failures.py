@@ -17,6 +17,8 @@ detected (the walk's own exceptions carry theirs; Scrapy's download errors are t
 - ``budget``: the walk's deadline or max_bytes cut the download off
 - ``too-large``: the body grew past ``DOWNLOAD_MAXSIZE``
 - ``read``: the page was fetched but could not be read (its links are not followed)
+- ``render``: the page was fetched but not rendered: the browser did not start, or gave no DOM
+  within ``SITEWALK_RENDER_TIMEOUT`` (``render``)
 - ``consumer``: a consumer (a pipeline, a spider middleware) raised on the page
 - ``other``: anything else; the reason names the exception
 
@@ -61,13 +63,14 @@ if TYPE_CHECKING:
     from sitewalk.hints import Surface
 
 __all__ = [
-    "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "PageFailure", "Refused", "RobotsDisallowed", "RobotsUnreachable", "WalkFailure",
+    "KINDS", "HOST_KINDS", "Failed", "OffOrigin", "PageFailure", "Refused", "RenderFailed", "RobotsDisallowed",
+    "RobotsUnreachable", "WalkFailure",
     "describe", "timed_out", "too_large",
 ]
 
 KINDS = frozenset({
     "network", "timeout", "dns", "refused", "protocol", "guard", "redirect-loop", "too-many-redirects",
-    "off-origin", "robots", "budget", "too-large", "read", "consumer", "other",
+    "off-origin", "robots", "budget", "too-large", "read", "render", "consumer", "other",
 })
 # Kinds that say the host cannot be reached at all, whichever of its URLs is asked for.
 HOST_KINDS = frozenset({"dns", "refused", "guard"})
@@ -140,6 +143,12 @@ class OffOrigin(WalkFailure):
     """A redirect left the walk's origin."""
 
     kind = "off-origin"
+
+
+class RenderFailed(WalkFailure):
+    """The browser gave no DOM of a fetched page (``render``)."""
+
+    kind = "render"
 
 
 class Refused(WalkFailure):

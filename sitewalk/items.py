@@ -13,10 +13,13 @@ if TYPE_CHECKING:
 
     from sitewalk.hints import Surface
 
-__all__ = ["FIELDS", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type", "page_of"]
+__all__ = ["FETCHED_BYTES", "FIELDS", "HTML_TYPES", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type", "page_of"]
 
 
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Request meta key: the bytes fetched for a page when they are more than its body's (a rendered
+# page: its document and every request its browser made, sitewalk.render).
+FETCHED_BYTES = "sitewalk_fetched_bytes"
 
 
 @dataclass(eq=False)
@@ -92,7 +95,7 @@ class Page(_Fetched):
 
     @property
     def is_html(self) -> bool:
-        return self.content_type in _HTML_TYPES
+        return self.content_type in HTML_TYPES
 
     @property
     def text(self) -> str:
@@ -110,7 +113,7 @@ def page_of(response: Response) -> Page:
         url=response.meta.get("redirect_urls", [response.url])[0],
         final_url=response.url,
         status=response.status,
-        byte_count=len(response.body),
+        byte_count=response.meta.get(FETCHED_BYTES, len(response.body)),
         depth=response.meta["sitewalk_depth"],
         content_type=media_type(response),
         title=None,

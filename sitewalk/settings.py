@@ -92,3 +92,15 @@ SITEWALK_LINKCHECK_MAX_CHECKS = 1000
 
 # sitemap=true reads at most this many sitemap files (indexes included).
 SITEWALK_SITEMAP_MAX_FILES = 20
+
+# render=always/auto (sitewalk.render): the Chromium to run, a path or a command name on PATH
+# (Debian's: apt-get install chromium); Playwright drives it, its own browser download is never used.
+SITEWALK_RENDER_CHROMIUM = "chromium"
+# Seconds one page's render may take (never past the deadline): then the page is the DOM it has.
+SITEWALK_RENDER_TIMEOUT = 15.0
+# Resource types (Playwright's names) the browser is not given: comma-separated, "" fetches all.
+SITEWALK_RENDER_SKIP = "image,media,font"
+# Pages open in the browser at once, at most; and pages a browser renders before it is replaced
+# by a new one (a browser's memory grows with the pages it has run).
+SITEWALK_RENDER_PAGES_OPEN = 2
+SITEWALK_RENDER_RESTART_AFTER = 100

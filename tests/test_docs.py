@@ -554,6 +554,23 @@ def test_concurrency(make_site, tmp_path):
         [item["url"].replace(alone.url, "") for item in jsonl(tmp_path / "single" / "pages.jsonl")]
 
 
+def test_render(make_site, tmp_path):
+    auto, always = commands(section("docs/render.md", "Render a site"))
+    # An app shell linking to a page of text whose script changes its title: auto renders the
+    # shell only (its link is made by its script), always both.
+    shell = ("<!DOCTYPE html><html><head><title>App</title></head><body><div id='root'></div><script>"
+             "document.getElementById('root').innerHTML = '<a href=\\'/guide\\'>Guide</a>';</script></body></html>")
+    guide = {"title": "Guide", "head": "<script>document.title = 'Guide, scripted';</script>",
+             "body": "<p>A guide of plain text, read as the server sends it.</p>" * 12}
+    for command, title in ((auto, "Guide"), (always, "Guide, scripted")):
+        site = make_site({"/": {"body": shell}, "/guide": guide})
+        result = run(on_site(command, site), tmp_path)
+        assert result.returncode == 0, result.stderr
+        items = jsonl(tmp_path / "pages.jsonl")
+        assert [(item["url"], item["title"]) for item in items] == [(site("/"), "App"), (site("/guide"), title)]
+        assert site.paths() == ["/", "/guide"]
+
+
 # docs/report.md, against a local site with known broken links.
 REPORT_SITE = {
     "/": {"title": "Docs", "links": ["/guide", "/api", "/gone"]},

@@ -68,8 +68,9 @@ def test_each_failure_has_its_kind_and_a_reason_in_words(make_site, kind, page, 
 
 def test_the_table_covers_every_kind_a_page_of_the_site_can_fail_with():
     # The kinds only a seed can have (a host that cannot be reached, its robots.txt) are below;
-    # read and consumer, a component's fault on a page, in tests/test_walk_odd_pages.py.
-    assert {row[0] for row in TABLE} | {"refused", "dns", "guard", "robots", "other", "read", "consumer"} == KINDS
+    # read and consumer, a component's fault on a page, in tests/test_walk_odd_pages.py; render in
+    # tests/test_render.py.
+    assert {row[0] for row in TABLE} | {"refused", "dns", "guard", "robots", "other", "read", "consumer", "render"} == KINDS
 
 
 @implementer(IHostnameResolver)

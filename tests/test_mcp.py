@@ -102,7 +102,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     assert "required" not in crawl
     assert set(crawl["properties"]) == {
         "url", "cursor", "max_depth", "max_pages", "deadline", "max_bytes", "include", "exclude", "no_parent", "sitemap",
-        "concurrency",
+        "concurrency", "render",
     }
     # The bounds are the server's maxima (--max-pages 30, the defaults for the others).
     assert crawl["properties"]["max_pages"] | {"description": ""} == {
@@ -131,7 +131,7 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
 
     fetch = tools["web_fetch"].input_schema
     assert fetch["required"] == ["url"]
-    assert set(fetch["properties"]) == {"url", "start_index", "max_length", "main_content"}
+    assert set(fetch["properties"]) == {"url", "start_index", "max_length", "main_content", "render"}
     assert fetch["properties"]["max_length"]["maximum"] == 20_000
     assert fetch["properties"]["max_length"]["default"] == 10_000
     assert fetch["properties"]["main_content"]["default"] is True
@@ -149,8 +149,9 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
         )
 
 
-# What tools/list may cost a model, in characters of the three tools' JSON, before it asks anything.
-TOOL_LIST_BUDGET = 8000
+# What tools/list may cost a model, in characters of the three tools' JSON, before it asks anything:
+# 8,000, and the render parameter of each tool (about 110 characters each: 8,185 in all with it).
+TOOL_LIST_BUDGET = 8200
 
 
 async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Path) -> None:
@@ -659,6 +660,25 @@ async def test_web_fetch_returns_the_page_as_markdown_with_its_status_and_title(
     assert f"[Menu link]({site('/menu')})" in text(whole)
 
 
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+async def test_render_reads_what_scripts_made_unless_the_operator_switched_it_off(
+    server: Server, make_site: Any, tmp_path: Path
+) -> None:
+    shell = ("<!DOCTYPE html><html><head><title>App</title></head><body><div id='root'></div><script>"
+             "document.getElementById('root').innerHTML = '<h1>Made by a script</h1><p>Rendered.</p>';</script></body></html>")
+    site = make_site({"/": {"body": shell}})
+    served = await server.call("web_fetch", url=site("/"))
+    assert "Made by a script" not in text(served)
+    rendered = await server.call("web_fetch", url=site("/"), render="auto")
+    assert not rendered.is_error and text(rendered).startswith("# Made by a script\n\nRendered.")
+    async with serve(tmp_path, "--allow-networks", ALLOW, "--no-render") as strict:
+        refused = await strict.call("web_crawl", url=site("/"), render="always")
+    assert refused.is_error
+    assert text(refused) == ('Error executing tool web_crawl: render="always": this server runs no browser '
+                             '(sitewalk-mcp --no-render); give render="never"')
+    assert site.paths() == ["/", "/"]
+
+
 async def test_web_fetch_in_two_parts_by_start_index_gives_the_whole_page(server: Server, make_site: Any) -> None:
     paragraphs = "".join(f"<p>Paragraph number {n} of a long page.</p>" for n in range(40))
     site = make_site({"/long": {"title": "Long", "body": paragraphs}})
@@ -934,6 +954,6 @@ async def test_the_docs_document_every_tool_parameter_and_server_option(server: 
         assert documented == set(tool.input_schema["properties"]), tool.name
     usage = subprocess.run([sys.executable, "-m", "sitewalk.mcp", "--help"], capture_output=True, text=True,
                            timeout=60, check=True).stdout
-    options = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--robots"}
+    options = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--robots", "--render"}
     assert options
     assert {option for option in options if f"| `{option}" not in section} == set()

@@ -70,12 +70,14 @@ def _bounded(kind: type, spec: Option) -> Any:
 def _options(argv: Sequence[str] | None) -> tuple[ServerOptions, str]:
     parser = _parser()
     args = parser.parse_args(argv)
-    robots = OPTIONS["robots"]
-    if args.robots is None:
-        text = os.environ.get(robots.env, "true")
-        args.robots = parse_bool(text)
-        if args.robots is None:
-            parser.error(f"{robots.env} must be true or false, got {text.strip().lower()!r}")
+    defaults = ServerOptions()
+    for spec in OPTIONS.values():
+        if isinstance(getattr(defaults, spec.field), bool) and getattr(args, spec.field) is None:
+            text = os.environ.get(spec.env, "true")
+            value = parse_bool(text)
+            if value is None:
+                parser.error(f"{spec.env} must be true or false, got {text.strip().lower()!r}")
+            setattr(args, spec.field, value)
     try:
         parse_networks(args.allow_networks, given_as=OPTIONS["allow_networks"].given())
     except SitewalkError as exc:

@@ -69,6 +69,11 @@ def argument_errors(error: ValidationError, options: ServerOptions) -> str:
             problems.append(f"{given} must be {sign} {bounds.get('ge', bounds.get('gt'))}")
         elif kind == "string_too_short":
             problems.append(f"{name} is empty")
+        elif kind == "string_pattern_mismatch" and name == "render":
+            if options.render:
+                problems.append(f"{given} must be never, always or auto")
+            else:
+                problems.append(f'{given}: this server runs no browser (sitewalk-mcp --no-render); give render="never"')
         elif kind.split("_")[0] in _TYPES:
             problems.append(f"{given} must be {_TYPES[kind.split('_')[0]]}")
         else:

@@ -21,7 +21,8 @@ class ServerOptions:
     pause between requests (politeness is the operator's choice, not the model's), and
     ``max_concurrency`` the most requests a call may keep in flight (1 unless the operator allows more).
     ``max_output_chars`` bounds a call's whole result, text and structured content;
-    ``cursor_memory`` the characters of cut walk outputs kept for their cursors.
+    ``cursor_memory`` the characters of cut walk outputs kept for their cursors. ``render``: whether
+    the tools' ``render`` parameter may run pages in a browser (``--no-render``: never).
     """
 
     allow_networks: str | None = None
@@ -36,6 +37,7 @@ class ServerOptions:
     max_concurrency: int = 1
     max_output_chars: int = 20_000
     cursor_memory: int = 5_000_000
+    render: bool = True
 
     def settings(self) -> dict[str, Any]:
         """The Scrapy settings every walk of this server runs with."""
@@ -93,6 +95,8 @@ OPTIONS = {spec.field: spec for spec in (
     Option("robots", "ROBOTSTXT_OBEY", "obey robots.txt; default: true; --no-robots fetches pages it disallows",
            setting="ROBOTSTXT_OBEY"),
     Option("user_agent", "USER_AGENT", "User-Agent header", setting="USER_AGENT"),
+    Option("render", "SITEWALK_MCP_RENDER",
+           "let the tools' render parameter run pages in Chromium; default: true; --no-render: never"),
     Option("delay", "SITEWALK_MCP_DELAY", "seconds between the requests of a walk", bounds="delay"),
     Option("max_depth", "SITEWALK_MCP_MAX_DEPTH", "largest max_depth a call may ask for", bounds="max_depth",
            caps="max_depth"),

@@ -99,6 +99,11 @@ PARAMETERS = (
     _walk("exclude", _WALKS, "Skip links whose path+query match this RE2 regex."),
     _walk("no_parent", _WALKS, "Follow only links at or below url's directory."),
     _walk("sitemap", _WALKS, "Also walk the site's sitemap URLs."),
+    Parameter("render", str, lambda options: Field(
+        default="never", pattern="^(never|always|auto)$" if options.render else "^never$",
+        description="Run in a browser; auto: app shells only." if options.render
+        else "never: this server runs no browser.",
+    ), _ALL, walk="render"),
 )
 
 
