@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from sitewalk.items import Report
-from sitewalk.mcp.report import _DESCRIPTIONS, LISTED, WalkReport, bounded_report
+from sitewalk.mcp.report import _DESCRIPTIONS, _NEVER_FILLED, LISTED, WalkReport, bounded_report
 
 
 def test_the_model_has_the_reports_fields_and_a_total_per_list() -> None:
-    names = [spec.name for spec in dataclasses.fields(Report)]
+    # Every field of the report, but those no tool call can fill (no tool takes check_links).
+    assert _NEVER_FILLED == {"unchecked_links"}
+    names = [spec.name for spec in dataclasses.fields(Report) if spec.name not in _NEVER_FILLED]
     lists = [name for name, value in Report(seed="https://site.test/", origin=None).to_dict().items()
              if isinstance(value, list)]
     assert {"failures", "unvisited", "broken_links"} <= set(lists)
@@ -30,6 +32,7 @@ def test_a_bounded_report_is_valid_structured_content_with_its_lists_cut() -> No
     )
     bounded = bounded_report(report, cap=100_000)
     assert WalkReport.model_validate(bounded).model_dump() == bounded
+    assert "unchecked_links" not in bounded
     assert bounded["unvisited"] == report.unvisited[:LISTED] and bounded["unvisited_total"] == 50
     assert bounded["failures_total"] == bounded["broken_links_total"] == 1
     # A small cap halves the lists until they take at most half of it.

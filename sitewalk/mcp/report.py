@@ -18,8 +18,11 @@ __all__ = ["LISTED", "WalkReport", "bounded_report"]
 # the room); its ``<list>_total`` counts them all.
 LISTED = 20
 _TYPES = typing.get_type_hints(Report)
+# The report's fields no tool call can fill: the tools take no check_links.
+_NEVER_FILLED = frozenset({"unchecked_links"})
+_FIELDS = tuple(spec.name for spec in dataclasses.fields(Report) if spec.name not in _NEVER_FILLED)
 # The report's lists, each cut short and counted in <list>_total.
-_LISTS = tuple(spec.name for spec in dataclasses.fields(Report) if typing.get_origin(_TYPES[spec.name]) is list)
+_LISTS = tuple(name for name in _FIELDS if typing.get_origin(_TYPES[name]) is list)
 # What the model needs told of the report's fields; the others say it by their name.
 _DESCRIPTIONS = {
     "stopped": "null, or what stopped the walk with pages left: max-pages, deadline, max-bytes, callback "
@@ -29,14 +32,15 @@ _DESCRIPTIONS = {
 
 def _model() -> type[BaseModel]:
     """The report's fields as the core :class:`~sitewalk.items.Report` types them, each list
-    followed by its ``<list>_total``: a field added to the report is in the schema too. Every
+    followed by its ``<list>_total``: a field added to the report is in the schema too (but for
+    those no tool call can fill, :data:`_NEVER_FILLED`). Every
     field is required: the structured content always holds them all (the listed schema does not
     say so again, :func:`~sitewalk.mcp.schemas.output_schema`)."""
     fields: dict[str, Any] = {}
-    for spec in dataclasses.fields(Report):
-        fields[spec.name] = (_TYPES[spec.name], Field(description=_DESCRIPTIONS.get(spec.name)))
-        if spec.name in _LISTS:
-            fields[f"{spec.name}_total"] = (int, ...)
+    for name in _FIELDS:
+        fields[name] = (_TYPES[name], Field(description=_DESCRIPTIONS.get(name)))
+        if name in _LISTS:
+            fields[f"{name}_total"] = (int, ...)
     return create_model(
         "WalkReport", __config__=ConfigDict(json_schema_extra=output_schema),
         __doc__=f"The walk's report. A list holds at most {LISTED} entries; <list>_total counts all.",
@@ -50,7 +54,7 @@ WalkReport = _model()
 def bounded_report(report: Report, cap: int) -> dict[str, Any]:
     """The report as structured content: each list cut to :data:`LISTED` entries (fewer if it would
     take more than half of ``cap``), with ``<list>_total`` counting them all."""
-    whole = report.to_dict()
+    whole = {name: value for name, value in report.to_dict().items() if name not in _NEVER_FILLED}
     totals = {f"{name}_total": len(whole[name]) for name in _LISTS}
     shown = LISTED
     while True:
