@@ -95,8 +95,6 @@ OPTIONS = {spec.field: spec for spec in (
     Option("robots", "ROBOTSTXT_OBEY", "obey robots.txt; default: true; --no-robots fetches pages it disallows",
            setting="ROBOTSTXT_OBEY"),
     Option("user_agent", "USER_AGENT", "User-Agent header", setting="USER_AGENT"),
-    Option("render", "SITEWALK_MCP_RENDER",
-           "let the tools' render parameter run pages in Chromium; default: true; --no-render: never"),
     Option("delay", "SITEWALK_MCP_DELAY", "seconds between the requests of a walk", bounds="delay"),
     Option("max_depth", "SITEWALK_MCP_MAX_DEPTH", "largest max_depth a call may ask for", bounds="max_depth",
            caps="max_depth"),
@@ -114,6 +112,8 @@ OPTIONS = {spec.field: spec for spec in (
            "most characters a call returns, text and structured content", minimum=1000, caps="max_length"),
     Option("cursor_memory", "SITEWALK_MCP_CURSOR_MEMORY",
            "most characters of cut outputs the server keeps for their cursors", minimum=0),
+    Option("render", "SITEWALK_MCP_RENDER",
+           "let the tools' render parameter run pages in Chromium; default: true; --no-render: never"),
 )}
 
 
