@@ -919,7 +919,9 @@ def run_inspector(tmp_path: Path, *arguments: str) -> dict[str, Any]:
     return answer
 
 
-def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any) -> None:
+# Three tests, not one: each Inspector run starts node and the server (seconds each), and xdist
+# runs the three side by side.
+def test_the_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
     listed = run_inspector(tmp_path, "--method", "tools/list")
     tools = {tool["name"]: tool for tool in listed["tools"]}
     assert set(tools) == {"web_fetch", "web_crawl", "web_grep"}
@@ -928,6 +930,8 @@ def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any)
     assert "cursor" in tools["web_grep"]["inputSchema"]["properties"]
     assert all(tool["outputSchema"]["properties"] for tool in tools.values())
 
+
+def test_the_inspector_cli_calls_web_fetch(tmp_path: Path, make_site: Any) -> None:
     site = make_site({"/guide": ARTICLE})
     fetched = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",
                             "--tool-arg", f"url={site('/guide')}")
@@ -936,6 +940,8 @@ def test_the_tools_through_the_mcp_inspector_cli(tmp_path: Path, make_site: Any)
     assert fetched["structuredContent"]["title"] == "Guide"
     assert site.paths() == ["/guide"]
 
+
+def test_the_inspector_cli_gets_the_guards_refusal(tmp_path: Path, make_site: Any) -> None:
     refused = make_site({"/": ARTICLE}, host="127.0.0.2")
     answer = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",
                            "--tool-arg", f"url={refused('/')}")
