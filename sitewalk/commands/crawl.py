@@ -100,7 +100,10 @@ class Command(ScrapyCrawlCommand):
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler("sitewalk")
-        self.crawler_process.crawl(crawler, **opts.spargs, surface=surface)
+        # The spider takes the config checked here rather than parsing the arguments again (a
+        # scrapyd job's id too, which names its outputs).
+        job = {"_job": opts.spargs["_job"]} if "_job" in opts.spargs else {}
+        self.crawler_process.crawl(crawler, config=config, surface=surface, **job)
         _Interrupt(crawler).install_when_running()
         self.crawler_process.start(install_signal_handlers=False)
         walk = getattr(crawler.spider, "walk", None)

@@ -53,7 +53,7 @@ class SitewalkSpider(Spider):
         surface: Surface | None = None, **kwargs: Any
     ) -> None:
         super().__init__()
-        # The API hands over the config it checked; -a arguments (strings) are checked here.
+        # The API and the commands hand over the config they checked; other arguments are checked here.
         given = kwargs.get("config")
         job = kwargs.get("_job")
         # How messages spell what to change: the front end's (the API, the commands), or a
