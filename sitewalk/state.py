@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.hints import Surface
+    from sitewalk.items import Page
     from sitewalk.jobs import JobState
     from sitewalk.tickets import Ticket
 
@@ -116,6 +117,23 @@ class Walk:
             self.gate.cut()
         if reason in HALTS and self._halting is None:
             self._halting = call_later(HALT_GRACE, self.gate.halt)
+
+    def count(self, ticket: Ticket, page: Page) -> str | None:
+        """Count ``ticket``'s page in the budget at its turn to admit (request order: which page
+        max_bytes cuts does not depend on which response arrived first). None when it fits; else
+        why it does not, and max_bytes has stopped the walk there (:meth:`out_of_bytes`)."""
+        over = self.budget.count(page.byte_count, page.depth)
+        ticket.holds_page = False
+        if over is None:
+            ticket.counted = True
+        else:
+            self.out_of_bytes(ticket)
+        return over
+
+    def out_of_bytes(self, ticket: Ticket) -> None:
+        """max_bytes stopped the walk at ``ticket``'s request: the requests after it are dropped."""
+        self.stop("max-bytes", left_unfetched=True)
+        self.gate.cut(after=ticket.number)
 
     @property
     def halting(self) -> bool:

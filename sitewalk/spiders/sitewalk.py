@@ -158,17 +158,12 @@ class SitewalkSpider(Spider):
                 links, failed = [], self._unreadable(page, exc)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
-            # Counted in request order: which page max_bytes cuts does not depend on which response arrived first.
-            over = walk.budget.count(page.byte_count, page.depth)
-            ticket.holds_page = False
+            over = walk.count(ticket, page)
             if over is None:
-                ticket.counted = True
                 self.crawler.stats.inc_value("sitewalk/budget/pages")
                 self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
             else:
                 links, failed = [], Failed("budget", over)
-                walk.stop("max-bytes", left_unfetched=True)
-                gate.cut(after=ticket.number)
             if page.depth < walk.config.max_depth:
                 offsite = walk.frontier.admit(links, page.depth + 1, response.url)
                 if offsite:
@@ -238,9 +233,10 @@ class SitewalkSpider(Spider):
         cut = walk.budget.cut_off(failure, request)
         if cut is not None:
             self.logger.info("%s %s: stopping the walk", url, cut[1])
-            walk.stop(cut[0], left_unfetched=True)
             if cut[0] == "max-bytes":
-                walk.gate.cut(after=ticket.number)
+                walk.out_of_bytes(ticket)
+            else:
+                walk.stop(cut[0], left_unfetched=True)
         failed = Failed("budget", cut[1]) if cut is not None else describe(failure, request)
         walk.gate.request_over(ticket, lambda: self._failed(request, url, failed))
 
