@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import socket
@@ -57,6 +58,20 @@ class Site:
     def stop(self) -> None:
         self._process.kill()
         self._process.wait()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package and the tests once, into their ``__pycache__`` folders.
+
+    Under ``PYTHONDONTWRITEBYTECODE`` (set on many CI machines) nothing is cached: each xdist
+    worker would rewrite the tests' asserts again, and each process a test starts (``scrapy
+    crawl``, ``sitewalk``, ``sitewalk-mcp``, a walk's page-reading helper, scrapyd's jobs) would
+    compile the package again from source: seconds of CPU per worker, a tenth of one per process.
+    Reading cached bytecode is allowed there; only writing it is not, so it is written here.
+    """
+    sys.dont_write_bytecode = False
+    for folder in (ROOT / "sitewalk", HERE):
+        compileall.compile_dir(folder, quiet=1)
 
 
 @pytest.fixture(scope="session", autouse=True)
