@@ -15,10 +15,15 @@ from typing import Any
 
 import pytest
 
+from tests import forkserver
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 # The address guard is on everywhere; the suite's own site is on loopback, so it is allowed here
 # (and only 127.0.0.1: tests of the guard rely on 127.0.0.2 staying refused).
+# A folder of shims that start sitewalk, sitewalk-mcp and scrapy through this worker's fork server:
+# first on the PATH of a test's shell (see _fork_server), if set.
+SHIMS = "SITEWALK_TEST_SHIMS"
 LOOPBACK = {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,::1/128"}
 
 
@@ -75,6 +80,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """This worker's fork server (tests/forkserver.py), which :func:`run_cli`, :func:`run_sitewalk`
+    and the docs' shell commands start their commands through: a command then costs a fork, not
+    a second of imports. ``SITEWALK_TEST_FORKSERVER=off`` starts each command itself."""
+    if os.environ.get(forkserver.VARIABLE) == "off":
+        yield
+        return
+    path = tmp_path_factory.mktemp("forkserver") / "socket"
+    server = subprocess.Popen([sys.executable, str(HERE / "forkserver.py"), str(path)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdout.readline().strip() == "ready", "the fork server did not start"
+    os.environ[forkserver.VARIABLE] = str(path)
+    bin_folder = Path(sys.executable).parent
+    scripts = [bin_folder / name for name in ("sitewalk", "sitewalk-mcp", "scrapy")]
+    os.environ[SHIMS] = str(forkserver.shims(path.parent / "bin", scripts))
+    yield
+    del os.environ[forkserver.VARIABLE], os.environ[SHIMS]
+    server.kill()
+    server.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _reactor_in_its_own_thread() -> None:
     """The Python API's one reactor per process, started in its own thread before any test.
 
@@ -118,7 +144,7 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | N
     """Run ``scrapy crawl sitewalk ARGS`` as a user would, in ``cwd``."""
     environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+        forkserver.command([sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args], environment),
         cwd=cwd,
         env=environment,
         capture_output=True,
@@ -139,9 +165,10 @@ def clean_environment() -> dict[str, str]:
 
 def run_sitewalk(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the installed ``sitewalk ARGS`` as a user would, in ``cwd`` (outside the checkout)."""
+    environment = clean_environment()
     return subprocess.run(
-        [str(sitewalk_command()), *args],
-        cwd=cwd, env=clean_environment(), capture_output=True, text=True, timeout=timeout,
+        forkserver.command([str(sitewalk_command()), *args], environment),
+        cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout,
     )
 
 

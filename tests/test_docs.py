@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from junitparser import JUnitXml
 
-from tests.conftest import LOOPBACK, ROOT, clean_environment, wait_for_pages
+from tests.conftest import LOOPBACK, ROOT, SHIMS, clean_environment, wait_for_pages
 from tests.test_scrapyd import _free_port, _project_files, _wait_until
 
 # The README and the docs site's pages, as paths relative to the checkout.
@@ -88,8 +88,10 @@ def commands(text: str) -> list[str]:
 
 
 def environment() -> dict[str, str]:
-    """A user's shell after the set-up: the venv's commands first on PATH, no project settings."""
-    return {**clean_environment(), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    """A user's shell after the set-up: the venv's commands first on PATH, no project settings
+    (sitewalk, sitewalk-mcp and scrapy started through the suite's fork server, if it runs one)."""
+    shims = [os.environ[SHIMS]] if SHIMS in os.environ else []
+    return {**clean_environment(), "PATH": os.pathsep.join([*shims, str(BIN), os.environ["PATH"]])}
 
 
 def run(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -16,12 +17,14 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.types import CallToolResult
 
 from sitewalk.items import Match, Report, human_bytes
 from sitewalk.mcp import ServerOptions
 from sitewalk.mcp.listings import grep_lines, index_lines
 from sitewalk.mcp.notices import report_notices
+from tests import forkserver
 from tests.conftest import LOOPBACK, ROOT
 
 pytestmark = pytest.mark.anyio
@@ -48,9 +51,12 @@ class Server:
 @asynccontextmanager
 async def serve(workdir: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Server]:
     log_path = workdir / "server.log"
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "sitewalk.mcp", *args], env=env, cwd=str(workdir)
-    )
+    # The SDK starts the server in its default environment (HOME, PATH...) unless given one; the
+    # fork server's address is added to either (the server's arguments are the same).
+    environment = {**(env if env is not None else get_default_environment()),
+                   forkserver.VARIABLE: os.environ.get(forkserver.VARIABLE, "off")}
+    command, *arguments = forkserver.command([sys.executable, "-m", "sitewalk.mcp", *args], environment)
+    params = StdioServerParameters(command=command, args=arguments, env=environment, cwd=str(workdir))
     with log_path.open("w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -586,7 +592,7 @@ def test_stdout_carries_only_the_protocol_and_the_server_exits_when_stdin_closes
     ]
     stderr = (tmp_path / "stderr.log").open("w", encoding="utf-8")
     process = subprocess.Popen(
-        [sys.executable, "-m", "sitewalk.mcp", "--allow-networks", ALLOW, "--delay", "0", "--log-level", "DEBUG"],
+        forkserver.command([sys.executable, "-m", "sitewalk.mcp", "--allow-networks", ALLOW, "--delay", "0", "--log-level", "DEBUG"]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -618,7 +624,7 @@ def test_stdout_carries_only_the_protocol_and_the_server_exits_when_stdin_closes
 
 def test_a_bad_network_option_names_the_option(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "sitewalk.mcp", "--allow-networks", "127.0.0.1/33"],
+        forkserver.command([sys.executable, "-m", "sitewalk.mcp", "--allow-networks", "127.0.0.1/33"]),
         capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 2
@@ -957,7 +963,7 @@ async def test_the_docs_document_every_tool_parameter_and_server_option(server: 
         assert signature is not None, f"{tool.name} is not listed"
         documented = {part.strip().split("=")[0] for part in signature.group(1).replace("\n", " ").split(",")}
         assert documented == set(tool.input_schema["properties"]), tool.name
-    usage = subprocess.run([sys.executable, "-m", "sitewalk.mcp", "--help"], capture_output=True, text=True,
+    usage = subprocess.run(forkserver.command([sys.executable, "-m", "sitewalk.mcp", "--help"]), capture_output=True, text=True,
                            timeout=60, check=True).stdout
     options = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--robots", "--render"}
     assert options
