@@ -37,7 +37,7 @@ class Site:
         self.log_path = workdir / "requests.jsonl"
         self.log_path.touch()
         self._process = subprocess.Popen(
-            [sys.executable, str(HERE / "mockserver.py"), str(spec_path), str(self.log_path), "--host", host, *options],
+            forkserver.command([sys.executable, str(HERE / "mockserver.py"), str(spec_path), str(self.log_path), "--host", host, *options]),
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -61,7 +61,9 @@ class Site:
         return [entry["path"] for entry in self.requests() if entry["path"] != "/robots.txt"]
 
     def stop(self) -> None:
-        self._process.kill()
+        """Stop the server; it no longer listens once this returns (through the fork server, the
+        process started ends when the server has)."""
+        self._process.terminate()
         self._process.wait()
 
 

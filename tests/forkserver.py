@@ -30,12 +30,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 VARIABLE = "SITEWALK_TEST_FORKSERVER"
-# What the commands import before they read their arguments (scrapy crawl, sitewalk, sitewalk-mcp).
+# What the commands import before they read their arguments (scrapy crawl, sitewalk, sitewalk-mcp,
+# and the mock site).
 _PRELOAD = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.commands.crawl", "scrapy.extensions.feedexport",
     "sitewalk.cli", "sitewalk.commands.crawl", "sitewalk.spiders.sitewalk", "sitewalk.extensions",
     "sitewalk.pipelines", "sitewalk.downloadermiddlewares", "sitewalk.spidermiddlewares",
     "sitewalk.mcp", "sitewalk.mcp.server", "sitewalk.mcp.cli",
+    # tests/mockserver.py's
+    "argparse", "gzip", "html", "http.server",
 )
 
 
@@ -205,6 +208,8 @@ def child(request: dict[str, object]) -> None:
         sys.argv = [argv[2], *argv[3:]]
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
     else:
+        if argv[0] == sys.executable:  # python SCRIPT ..., not a console script
+            argv = argv[1:]
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
         sys.argv = list(argv)
         runpy.run_path(argv[0], run_name="__main__")
