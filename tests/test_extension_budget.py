@@ -109,7 +109,9 @@ def test_delay_between_request_starts(make_site):
     run(site("/"), delay=0.3)
     gaps = request_gaps(site)
     assert len(gaps) == 3
-    assert min(gaps) >= 0.3 - 0.01  # the server's clock, not sitewalk's
+    # The server's clock, not sitewalk's: when its thread for the request ran, which on a loaded
+    # machine can come tens of milliseconds after the request did.
+    assert min(gaps) >= 0.3 - 0.05
 
 
 @pytest.mark.parametrize(
