@@ -159,7 +159,8 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
     the paths it writes to (the report, the feeds, the save directory), the browser ``render``
-    runs and the sitewalk settings."""
+    runs and the guard's networks. The progress extension checks its own setting as it is built
+    (:func:`sitewalk.progress.progress_interval`), before any request too."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
@@ -170,15 +171,6 @@ def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI
     name = "SITEWALK_GUARD_ALLOW_NETWORKS"
     networks = settings.get(name)
     parse_networks(networks, given_as=surface.setting(name, networks))
-    name = "SITEWALK_PROGRESS_INTERVAL"
-    interval = settings.get(name)
-    try:
-        float(interval)
-    except (TypeError, ValueError):
-        raise SitewalkError(
-            f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
-            "0 = a progress line at each new depth only)"
-        ) from None
 
 
 def _check_query(name: str, query: str) -> None:
