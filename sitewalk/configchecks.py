@@ -17,7 +17,6 @@ from parsel import Selector
 from sitewalk import patterns
 from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
-from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
 from sitewalk.jobs import local_feeds
 
@@ -159,8 +158,8 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
     the paths it writes to (the report, the feeds, the save directory), the browser ``render``
-    runs and the guard's networks. The progress extension checks its own setting as it is built
-    (:func:`sitewalk.progress.progress_interval`), before any request too."""
+    runs. The progress extension and the address guard check their own settings as they are built
+    (``from_crawler``), before any request too."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
@@ -168,9 +167,6 @@ def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI
         from sitewalk.render.browser import chromium_path
 
         chromium_path(settings, surface)
-    name = "SITEWALK_GUARD_ALLOW_NETWORKS"
-    networks = settings.get(name)
-    parse_networks(networks, given_as=surface.setting(name, networks))
 
 
 def _check_query(name: str, query: str) -> None:

@@ -190,13 +190,16 @@ def test_bad_input_raises_in_the_words_of_python_before_any_request(make_site, a
 
 # Settings a component checks as Scrapy builds it (from_crawler), and what the error says.
 COMPONENT_SETTINGS = [
+    ({"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/33"},
+     "settings={\"SITEWALK_GUARD_ALLOW_NETWORKS\": \"127.0.0.1/33\"}: '127.0.0.1/33' is not an IP network "
+     "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
     ({"SITEWALK_PROGRESS_INTERVAL": "abc"},
      "settings={\"SITEWALK_PROGRESS_INTERVAL\": \"abc\"} is not a number of seconds "
      "(give e.g. settings={\"SITEWALK_PROGRESS_INTERVAL\": 10}; 0 = a progress line at each new depth only)"),
 ]
 
 
-@pytest.mark.parametrize(("settings", "message"), COMPONENT_SETTINGS, ids=["interval"])
+@pytest.mark.parametrize(("settings", "message"), COMPONENT_SETTINGS, ids=["networks", "interval"])
 def test_a_component_refusing_its_setting_raises_before_any_request(make_site, tmp_path, caplog, settings, message):
     site = make_site(SITE)
     feed = tmp_path / "out.jsonl"

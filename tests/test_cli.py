@@ -181,6 +181,9 @@ def test_bad_input_is_one_line_exit_2_and_costs_no_file(make_site, tmp_path, arg
 
 # Settings a component checks as Scrapy builds it (from_crawler), and what the error line says.
 COMPONENT_SETTINGS = [
+    (["-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33"],
+     "-s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33: '127.0.0.1/33' is not an IP network "
+     "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
     (["-s", "SITEWALK_PROGRESS_INTERVAL=abc"],
      "-s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
      "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"),
@@ -190,7 +193,7 @@ EARLIER_FEED = b'{"url": "http://old.test/"}\n\xff and no newline at the end'
 
 
 @pytest.mark.parametrize("process", ["AsyncCrawlerProcess", "CrawlerProcess"])
-@pytest.mark.parametrize(("args", "message"), COMPONENT_SETTINGS, ids=["interval"])
+@pytest.mark.parametrize(("args", "message"), COMPONENT_SETTINGS, ids=["networks", "interval"])
 def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(make_site, tmp_path, process, args, message):
     site = make_site(SITE)
     feed = tmp_path / "out.jsonl"

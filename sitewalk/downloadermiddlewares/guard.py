@@ -11,8 +11,11 @@ from twisted.internet.error import DNSLookupError
 
 from sitewalk import guard
 from sitewalk.failures import Refused
+from sitewalk.hints import CLI
+from sitewalk.state import Walk
 
 if TYPE_CHECKING:
+    from ipaddress import IPv4Network, IPv6Network
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -35,7 +38,7 @@ class AddressGuardMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._networks = guard.parse_networks(crawler.settings.get("SITEWALK_GUARD_ALLOW_NETWORKS"))
+        self._networks = _allowed_networks(crawler)
         self._registered = False
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
@@ -66,3 +69,14 @@ class AddressGuardMiddleware:
                 self.crawler.stats.inc_value("sitewalk/guard/refused")
                 reason = guard.refusal(address, self._networks) or f"refused address {address}"
                 raise Refused(reason, address) from None
+
+
+def _allowed_networks(crawler: Crawler) -> tuple[IPv4Network | IPv6Network, ...]:
+    """The crawl's ``SITEWALK_GUARD_ALLOW_NETWORKS``; networks that do not parse fail as the
+    crawl is built, before any request, in the words of the walk's front end (scrapy crawl's
+    for another spider)."""
+    name = "SITEWALK_GUARD_ALLOW_NETWORKS"
+    networks = crawler.settings.get(name)
+    walk = getattr(crawler.spider, "walk", None)
+    surface = walk.surface if isinstance(walk, Walk) else CLI
+    return guard.parse_networks(networks, given_as=surface.setting(name, networks))
