@@ -156,17 +156,13 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
-    """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the paths it writes to (the report, the feeds, the save directory), the browser ``render``
-    runs. The progress extension and the address guard check their own settings as they are built
+    """Check what a walk of ``config`` writes, so that it fails before it starts: the report, the
+    feeds, the save directory. The walk's components check their own settings (the progress
+    interval, the guard's networks, the browser ``render`` runs) as Scrapy builds them
     (``from_crawler``), before any request too."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
-    if config.render != "never":
-        from sitewalk.render.browser import chromium_path
-
-        chromium_path(settings, surface)
 
 
 def _check_query(name: str, query: str) -> None:

@@ -190,24 +190,27 @@ def test_bad_input_raises_in_the_words_of_python_before_any_request(make_site, a
 
 # Settings a component checks as Scrapy builds it (from_crawler), and what the error says.
 COMPONENT_SETTINGS = [
-    ({"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/33"},
+    ({}, {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/33"},
      "settings={\"SITEWALK_GUARD_ALLOW_NETWORKS\": \"127.0.0.1/33\"}: '127.0.0.1/33' is not an IP network "
      "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
-    ({"SITEWALK_PROGRESS_INTERVAL": "abc"},
+    ({}, {"SITEWALK_PROGRESS_INTERVAL": "abc"},
      "settings={\"SITEWALK_PROGRESS_INTERVAL\": \"abc\"} is not a number of seconds "
      "(give e.g. settings={\"SITEWALK_PROGRESS_INTERVAL\": 10}; 0 = a progress line at each new depth only)"),
+    ({"render": "always"}, {"SITEWALK_RENDER_CHROMIUM": "no-such-chromium"},
+     "render needs Chromium, and 'no-such-chromium' is not an executable: install Debian's (apt-get install chromium) "
+     "or point settings={\"SITEWALK_RENDER_CHROMIUM\": \"/path/to/chromium\"} at one"),
 ]
 
 
-@pytest.mark.parametrize(("settings", "message"), COMPONENT_SETTINGS, ids=["networks", "interval"])
-def test_a_component_refusing_its_setting_raises_before_any_request(make_site, tmp_path, caplog, settings, message):
+@pytest.mark.parametrize(("arguments", "settings", "message"), COMPONENT_SETTINGS, ids=["networks", "interval", "chromium"])
+def test_a_component_refusing_its_setting_raises_before_any_request(make_site, tmp_path, caplog, arguments, settings, message):
     site = make_site(SITE)
     feed = tmp_path / "out.jsonl"
     earlier = b'{"url": "http://old.test/"}\n\xff and no newline at the end'
     feed.write_bytes(earlier)
     feeds = {"FEEDS": {str(feed): {"format": "jsonlines", "overwrite": True}}}
     with pytest.raises(SitewalkError) as raised:
-        walk(site("/"), delay=0, settings={**LOOPBACK, **feeds, **settings})
+        walk(site("/"), delay=0, **arguments, settings={**LOOPBACK, **feeds, **settings})
     assert str(raised.value) == message
     assert feed.read_bytes() == earlier
     assert site.requests() == []

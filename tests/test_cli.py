@@ -187,13 +187,16 @@ COMPONENT_SETTINGS = [
     (["-s", "SITEWALK_PROGRESS_INTERVAL=abc"],
      "-s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
      "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"),
+    (["-a", "render=always", "-s", "SITEWALK_RENDER_CHROMIUM=no-such-chromium"],
+     "render needs Chromium, and 'no-such-chromium' is not an executable: install Debian's (apt-get install chromium) "
+     "or point -s SITEWALK_RENDER_CHROMIUM=/path/to/chromium at one"),
 ]
 # A feed an earlier walk left: a rewrite, even of the same items, would not keep these bytes.
 EARLIER_FEED = b'{"url": "http://old.test/"}\n\xff and no newline at the end'
 
 
 @pytest.mark.parametrize("process", ["AsyncCrawlerProcess", "CrawlerProcess"])
-@pytest.mark.parametrize(("args", "message"), COMPONENT_SETTINGS, ids=["networks", "interval"])
+@pytest.mark.parametrize(("args", "message"), COMPONENT_SETTINGS, ids=["networks", "interval", "chromium"])
 def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(make_site, tmp_path, process, args, message):
     site = make_site(SITE)
     feed = tmp_path / "out.jsonl"

@@ -107,6 +107,16 @@ def test_bad_allow_networks_refuse_the_middleware_for_any_spider():
         build_from_crawler(AddressGuardMiddleware, crawler)
 
 
+def test_a_walk_that_refused_to_start_leaves_no_network_allowed(make_site):
+    # The render middleware, built after the guard, refuses a Chromium that is not there.
+    site = make_site({"/": {"title": "home"}})
+    with pytest.raises(SitewalkError, match="not an executable"):
+        walk(site("/"), delay=0, render="always", settings={**LOOPBACK, "SITEWALK_RENDER_CHROMIUM": "no-such-chromium"})
+    with pytest.raises(SeedError, match=r"refused address (127\.0\.0\.1|::1) "):
+        walk(f"http://localhost:{port_of(site.url)}/", delay=0)
+    assert site.requests() == []
+
+
 def test_cli_refuses_by_default_with_one_line(make_site, tmp_path):
     site = make_site({"/": {"title": "home"}})
     result = run_cli("-a", f"seed={site('/')}", "-O", "p.jsonl", cwd=tmp_path)
