@@ -17,7 +17,6 @@ from parsel import Selector
 from sitewalk import patterns
 from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
-from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
 from sitewalk.jobs import local_feeds
 
@@ -157,28 +156,13 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
 
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
-    """Check what a walk of ``config`` reads only once it runs, so that it fails before it starts:
-    the paths it writes to (the report, the feeds, the save directory), the browser ``render``
-    runs and the sitewalk settings."""
+    """Check what a walk of ``config`` writes, so that it fails before it starts: the report, the
+    feeds, the save directory. The walk's components check their own settings (the progress
+    interval, the guard's networks, the browser ``render`` runs) as Scrapy builds them
+    (``from_crawler``), before any request too."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
-    if config.render != "never":
-        from sitewalk.render.browser import chromium_path
-
-        chromium_path(settings, surface)
-    name = "SITEWALK_GUARD_ALLOW_NETWORKS"
-    networks = settings.get(name)
-    parse_networks(networks, given_as=surface.setting(name, networks))
-    name = "SITEWALK_PROGRESS_INTERVAL"
-    interval = settings.get(name)
-    try:
-        float(interval)
-    except (TypeError, ValueError):
-        raise SitewalkError(
-            f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
-            "0 = a progress line at each new depth only)"
-        ) from None
 
 
 def _check_query(name: str, query: str) -> None:

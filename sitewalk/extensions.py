@@ -21,7 +21,7 @@ from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
 from sitewalk.linkreport import write_junit
-from sitewalk.progress import terminal_handler
+from sitewalk.progress import progress_interval, terminal_handler
 from sitewalk.spidermiddlewares import MATCHES, GrepMiddleware
 from sitewalk.state import WalkComponent
 
@@ -64,7 +64,7 @@ class WalkBudget(WalkComponent):
         super().__init__(crawler)
         self._budget = self.walk.budget
         self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
-        self._interval = crawler.settings.getfloat("SITEWALK_PROGRESS_INTERVAL")
+        self._interval = progress_interval(crawler.settings, self.walk.surface)
         self._progress = create_looping_call(self._budget.log_progress)
         self._tick = LoopingCall(_nothing)
         self._deadline: CallLaterResult | None = None

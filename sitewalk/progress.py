@@ -11,6 +11,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from sitewalk.exceptions import SitewalkError
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -19,10 +20,27 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-__all__ = ["TerminalProgress", "terminal_handler"]
+    from sitewalk.hints import Surface
+
+__all__ = ["TerminalProgress", "progress_interval", "terminal_handler"]
 
 # Back to the start of the line, and erase it.
 _ERASE = "\r\x1b[K"
+
+
+def progress_interval(settings: BaseSettings, surface: Surface) -> float:
+    """``SITEWALK_PROGRESS_INTERVAL``: the seconds between the walk's progress lines. A value that
+    is not a number fails as its extension is built, before any request, in the words of the
+    walk's front end (``surface``)."""
+    name = "SITEWALK_PROGRESS_INTERVAL"
+    interval = settings.get(name)
+    try:
+        return float(interval)
+    except (TypeError, ValueError):
+        raise SitewalkError(
+            f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
+            "0 = a progress line at each new depth only)"
+        ) from None
 
 
 def terminal_handler(settings: BaseSettings) -> logging.StreamHandler[IO[str]] | None:
@@ -57,7 +75,7 @@ class TerminalProgress(WalkComponent):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        if terminal_handler(crawler.settings) is None:
+        if progress_interval(crawler.settings, self.walk.surface) <= 0 or terminal_handler(crawler.settings) is None:
             raise NotConfigured
         self._handler: logging.StreamHandler[IO[str]] | None = None
         self._shown = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 
@@ -185,6 +186,36 @@ def test_bad_input_raises_in_the_words_of_python_before_any_request(make_site, a
     assert str(raised.value).startswith(message)
     assert "-a " not in str(raised.value) and "-s " not in str(raised.value)
     assert site.requests() == []
+
+
+# Settings a component checks as Scrapy builds it (from_crawler), and what the error says.
+COMPONENT_SETTINGS = [
+    ({}, {"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/33"},
+     "settings={\"SITEWALK_GUARD_ALLOW_NETWORKS\": \"127.0.0.1/33\"}: '127.0.0.1/33' is not an IP network "
+     "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
+    ({}, {"SITEWALK_PROGRESS_INTERVAL": "abc"},
+     "settings={\"SITEWALK_PROGRESS_INTERVAL\": \"abc\"} is not a number of seconds "
+     "(give e.g. settings={\"SITEWALK_PROGRESS_INTERVAL\": 10}; 0 = a progress line at each new depth only)"),
+    ({"render": "always"}, {"SITEWALK_RENDER_CHROMIUM": "no-such-chromium"},
+     "render needs Chromium, and 'no-such-chromium' is not an executable: install Debian's (apt-get install chromium) "
+     "or point settings={\"SITEWALK_RENDER_CHROMIUM\": \"/path/to/chromium\"} at one"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "settings", "message"), COMPONENT_SETTINGS, ids=["networks", "interval", "chromium"])
+def test_a_component_refusing_its_setting_raises_before_any_request(make_site, tmp_path, caplog, arguments, settings, message):
+    site = make_site(SITE)
+    feed = tmp_path / "out.jsonl"
+    earlier = b'{"url": "http://old.test/"}\n\xff and no newline at the end'
+    feed.write_bytes(earlier)
+    feeds = {"FEEDS": {str(feed): {"format": "jsonlines", "overwrite": True}}}
+    with pytest.raises(SitewalkError) as raised:
+        walk(site("/"), delay=0, **arguments, settings={**LOOPBACK, **feeds, **settings})
+    assert str(raised.value) == message
+    assert feed.read_bytes() == earlier
+    assert site.requests() == []
+    # Raised, not also logged (asyncio's "Task exception was never retrieved" is an error record).
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
 
 
 def test_a_bad_pattern_names_the_keyword_argument(make_site):

@@ -179,6 +179,38 @@ def test_bad_input_is_one_line_exit_2_and_costs_no_file(make_site, tmp_path, arg
     assert site.requests() == []
 
 
+# Settings a component checks as Scrapy builds it (from_crawler), and what the error line says.
+COMPONENT_SETTINGS = [
+    (["-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33"],
+     "-s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33: '127.0.0.1/33' is not an IP network "
+     "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"),
+    (["-s", "SITEWALK_PROGRESS_INTERVAL=abc"],
+     "-s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
+     "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"),
+    (["-a", "render=always", "-s", "SITEWALK_RENDER_CHROMIUM=no-such-chromium"],
+     "render needs Chromium, and 'no-such-chromium' is not an executable: install Debian's (apt-get install chromium) "
+     "or point -s SITEWALK_RENDER_CHROMIUM=/path/to/chromium at one"),
+]
+# A feed an earlier walk left: a rewrite, even of the same items, would not keep these bytes.
+EARLIER_FEED = b'{"url": "http://old.test/"}\n\xff and no newline at the end'
+
+
+@pytest.mark.parametrize("process", ["AsyncCrawlerProcess", "CrawlerProcess"])
+@pytest.mark.parametrize(("args", "message"), COMPONENT_SETTINGS, ids=["networks", "interval", "chromium"])
+def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(make_site, tmp_path, process, args, message):
+    site = make_site(SITE)
+    feed = tmp_path / "out.jsonl"
+    feed.write_bytes(EARLIER_FEED)
+    force = ["-s", "FORCE_CRAWLER_PROCESS=True"] if process == "CrawlerProcess" else []
+    result = run_cli("-a", f"seed={site('/')}", "-a", "delay=0", *allow_loopback(), *args, *force, "-O", "out.jsonl",
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    # Only the line: no traceback, no "Unhandled error in Deferred", no "Task exception was never retrieved".
+    assert result.stderr.splitlines() == [f"sitewalk: error: {message}"]
+    assert feed.read_bytes() == EARLIER_FEED
+    assert site.requests() == []
+
+
 FORMATS = "json, jsonlines, jsonl, jl, csv, xml, marshal, pickle"
 FORMAT_HINT = f"(end it with .jsonl, .json, .csv or .xml, or give FILE:FORMAT with one of {FORMATS})"
 

@@ -188,3 +188,17 @@ def test_feeds_setting_replaces_stdout(make_site, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     assert [item["url"] for item in json.loads((tmp_path / "f.json").read_text())] == [site("/")]
+
+
+def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(make_site, tmp_path):
+    site = make_site(SITE)
+    feed = tmp_path / "out.jsonl"
+    feed.write_bytes(b'{"url": "http://old.test/"}\n\xff and no newline at the end')
+    result = run_sitewalk(site("/"), "-s", "SITEWALK_PROGRESS_INTERVAL=abc", "-o", "out.jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "sitewalk: error: -s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
+        "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"
+    ]
+    assert feed.read_bytes() == b'{"url": "http://old.test/"}\n\xff and no newline at the end'
+    assert site.requests() == []

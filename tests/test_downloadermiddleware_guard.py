@@ -13,9 +13,14 @@ import os
 from pathlib import Path
 
 import pytest
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.spider import DefaultSpider
+from scrapy.utils.test import get_crawler
 
-from sitewalk import SeedError, walk
-from tests.conftest import LOOPBACK, allow_loopback, run_cli, start_cli, wait_for_pages
+from sitewalk import SeedError, SitewalkError, walk
+from sitewalk.downloadermiddlewares import AddressGuardMiddleware
+from sitewalk.hints import API, CLI, SCRAPYD
+from tests.conftest import LOOPBACK, allow_loopback, run_cli, start_cli, wait_for_pages, walk_for
 
 REFUSED = "refused address 127.0.0.2 (not a public address)"
 # What the API tells its caller to pass to fetch it anyway: its own parameter, not -s syntax.
@@ -79,6 +84,37 @@ def test_host_name_resolving_to_loopback_is_refused_unless_allowed(make_site):
     assert site.requests() == []
     report = walk(f"http://localhost:{port_of(site.url)}/", delay=0, settings=LOOPBACK)
     assert report.fetched == 1 and site.paths() == ["/"]
+
+
+@pytest.mark.parametrize(
+    ("surface", "given"),
+    [(CLI, "-s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/32,intranet"),
+     (SCRAPYD, "setting=SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/32,intranet"),
+     (API, 'settings={"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,intranet"}')],
+    ids=["cli", "scrapyd", "api"],
+)
+def test_bad_allow_networks_refuse_the_middleware_in_the_walks_words(surface, given):
+    crawler = walk_for(settings={"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,intranet"}, surface=surface)
+    with pytest.raises(SitewalkError) as raised:
+        build_from_crawler(AddressGuardMiddleware, crawler)
+    assert str(raised.value) == f"{given}: 'intranet' is not an IP network (use CIDRs such as 127.0.0.1/32,10.0.0.0/8)"
+
+
+def test_bad_allow_networks_refuse_the_middleware_for_any_spider():
+    crawler = get_crawler(settings_dict={"SITEWALK_GUARD_ALLOW_NETWORKS": "intranet"})
+    crawler.spider = DefaultSpider.from_crawler(crawler)
+    with pytest.raises(SitewalkError, match=r"^-s SITEWALK_GUARD_ALLOW_NETWORKS=intranet: 'intranet' is not"):
+        build_from_crawler(AddressGuardMiddleware, crawler)
+
+
+def test_a_walk_that_refused_to_start_leaves_no_network_allowed(make_site):
+    # The render middleware, built after the guard, refuses a Chromium that is not there.
+    site = make_site({"/": {"title": "home"}})
+    with pytest.raises(SitewalkError, match="not an executable"):
+        walk(site("/"), delay=0, render="always", settings={**LOOPBACK, "SITEWALK_RENDER_CHROMIUM": "no-such-chromium"})
+    with pytest.raises(SeedError, match=r"refused address (127\.0\.0\.1|::1) "):
+        walk(f"http://localhost:{port_of(site.url)}/", delay=0)
+    assert site.requests() == []
 
 
 def test_cli_refuses_by_default_with_one_line(make_site, tmp_path):

@@ -508,10 +508,14 @@ def test_resolver_built_from_settings(stub: StubResolver) -> None:
     assert stub.asked == ["loopback.example"]
 
 
-def test_resolver_rejects_bad_allow_networks_setting() -> None:
+def test_resolver_built_from_bad_allow_networks_setting_allows_none(stub: StubResolver) -> None:
+    # The crawl's AddressGuardMiddleware refuses the setting (tests/test_downloadermiddleware_guard.py).
+    reactor = FakeReactor()
+    reactor.installNameResolver(stub)
     crawler = get_crawler(settings_dict={"SITEWALK_GUARD_ALLOW_NETWORKS": "127.0.0.1/32,intranet"})
-    with pytest.raises(SitewalkError, match="'intranet'"):
-        build_from_crawler(GuardResolver, crawler, reactor=FakeReactor())
+    resolver = build_from_crawler(GuardResolver, crawler, reactor=reactor)
+    assert resolver.networks == ()
+    assert resolve(resolver, "loopback.example").addresses == []
 
 
 def test_installed_resolver_also_guards_the_simple_resolver(stub: StubResolver) -> None:

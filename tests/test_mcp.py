@@ -684,6 +684,18 @@ async def test_render_reads_what_scripts_made_unless_the_operator_switched_it_of
     assert site.paths() == ["/", "/"]
 
 
+async def test_a_missing_browser_is_the_tools_error_before_any_request(make_site: Any, tmp_path: Path) -> None:
+    site = make_site({"/": {"title": "Home"}})
+    # No Chromium on this server's PATH: the walk's render middleware refuses to be built.
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    async with serve(tmp_path, "--allow-networks", ALLOW, env=env) as server:
+        refused = await server.call("web_crawl", url=site("/"), render="always")
+        assert refused.is_error
+        assert text(refused).startswith("Error executing tool web_crawl: render needs Chromium, and 'chromium' is not an executable")
+        assert "Traceback" not in server.log()
+    assert site.requests() == []
+
+
 async def test_web_fetch_in_two_parts_by_start_index_gives_the_whole_page(server: Server, make_site: Any) -> None:
     paragraphs = "".join(f"<p>Paragraph number {n} of a long page.</p>" for n in range(40))
     site = make_site({"/long": {"title": "Long", "body": paragraphs}})

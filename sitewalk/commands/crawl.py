@@ -6,6 +6,7 @@ The ``sitewalk`` command (:mod:`sitewalk.cli`) runs its walk through the same :c
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import logging
 import os
@@ -19,6 +20,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
 from scrapy.exceptions import UsageError
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
+from twisted.internet.defer import Deferred
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments, check_run
@@ -27,10 +29,11 @@ from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Sequence
 
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings, Settings
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -103,11 +106,14 @@ class Command(ScrapyCrawlCommand):
         # The spider takes the config checked here rather than parsing the arguments again (a
         # scrapyd job's id too, which names its outputs).
         job = {"_job": opts.spargs["_job"]} if "_job" in opts.spargs else {}
-        self.crawler_process.crawl(crawler, config=config, surface=surface, **job)
+        refusal = _Refusal(self.crawler_process.crawl(crawler, config=config, surface=surface, **job))
         _Interrupt(crawler).install_when_running()
         self.crawler_process.start(install_signal_handlers=False)
         walk = getattr(crawler.spider, "walk", None)
-        if walk is None or self.crawler_process.bootstrap_failed:
+        if refusal.error is not None:
+            print(f"sitewalk: error: {refusal.error}", file=sys.stderr)
+            self.exitcode = 2
+        elif walk is None or self.crawler_process.bootstrap_failed:
             self.exitcode = 1
         elif walk.results.seed_error is not None:
             url, failed = walk.results.seed_error
@@ -232,6 +238,33 @@ class _HelpFormatter(ScrapyHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Scrapy's help layout, with the description and epilog kept line by line."""
 
 
+class _Refusal:
+    """The SitewalkError of a component that refused to be built (a setting it checks in
+    ``from_crawler``): the crawl ends before any request, and the error is taken from it here, so
+    that neither Twisted nor asyncio logs it as an unhandled error with its traceback."""
+
+    def __init__(self, crawl: Awaitable[None]) -> None:
+        self.error: SitewalkError | None = None
+        if isinstance(crawl, Deferred):  # CrawlerProcess
+            crawl.addErrback(self._failed)
+        elif isinstance(crawl, asyncio.Future):  # AsyncCrawlerProcess
+            crawl.add_done_callback(self._done)
+
+    def _failed(self, failure: Failure) -> Failure | None:
+        if isinstance(failure.value, SitewalkError):
+            self.error = failure.value
+            return None
+        return failure  # logged as before
+
+    def _done(self, crawl: asyncio.Future[None]) -> None:
+        error = None if crawl.cancelled() else crawl.exception()
+        if isinstance(error, SitewalkError):
+            self.error = error
+        elif error is not None:
+            # Asking for it kept asyncio from logging it: logged here instead.
+            logger.error("The walk failed", exc_info=error)
+
+
 class _Interrupt:
     """The process's SIGINT and SIGTERM handlers: the first stops the walk, the second the process."""
 
@@ -258,7 +291,6 @@ class _Interrupt:
         walk = getattr(self.crawler.spider, "walk", None)
         if walk is not None:
             walk.stop("interrupted", left_unfetched=True)
-
 
 
 def _reactor() -> Any:

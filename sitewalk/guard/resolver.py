@@ -107,8 +107,11 @@ def install_guard_resolver(settings: BaseSettings) -> None:
 
 
 def _resolver_args(settings: BaseSettings) -> tuple[tuple[_Network, ...], int]:
-    cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
-    return parse_networks(settings.get(_SETTING)), cache_size
+    return parse_networks(settings.get(_SETTING)), _cache_size(settings)
+
+
+def _cache_size(settings: BaseSettings) -> int:
+    return settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
 
 
 @implementer(IHostnameResolver)
@@ -153,8 +156,16 @@ class GuardResolver:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> Self:
-        # CrawlerProcess passes itself as crawler: only its settings are used.
-        return cls(reactor, *_resolver_args(crawler.settings))
+        # CrawlerProcess passes itself as crawler: only its settings are used. It builds the
+        # resolver before any crawl's components, with no walk to word an error for: networks
+        # that do not parse allow none here, and each crawl's AddressGuardMiddleware refuses them,
+        # before any request, in the words of the walk's front end.
+        settings = crawler.settings
+        try:
+            networks = parse_networks(settings.get(_SETTING))
+        except SitewalkError:
+            networks = ()
+        return cls(reactor, networks, _cache_size(settings))
 
     def install_on_reactor(self) -> None:
         self.reactor.installNameResolver(cast("IHostnameResolver", self))

@@ -56,7 +56,9 @@ class RenderMiddleware(WalkComponent):
 
     Settings: ``SITEWALK_RENDER_TIMEOUT``, ``SITEWALK_RENDER_SKIP`` (resource types not fetched,
     default ``image,media,font``), ``SITEWALK_RENDER_PAGES_OPEN`` (default 2),
-    ``SITEWALK_RENDER_RESTART_AFTER`` (pages per browser, default 100), ``SITEWALK_RENDER_CHROMIUM``.
+    ``SITEWALK_RENDER_RESTART_AFTER`` (pages per browser, default 100), ``SITEWALK_RENDER_CHROMIUM``
+    (:func:`~sitewalk.render.browser.chromium_path`: without it, or Playwright, the walk fails as
+    this middleware is built, before any request).
     Stats: ``sitewalk/render/pages``, ``sitewalk/render/plain`` (pages ``auto`` left as they came),
     ``sitewalk/render/timeouts``, and those of the browser and of each page's requests.
     """
