@@ -174,12 +174,16 @@ def run_sitewalk(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Comp
     )
 
 
-def start_cli(*args: str, cwd: Path, new_session: bool = False) -> subprocess.Popen[str]:
-    """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured); with
-    ``new_session``, in its own process group, as a shell starts a command (see os.killpg)."""
+def start_cli(*args: str, cwd: Path, new_session: bool = False, own_process: bool = False) -> subprocess.Popen[str]:
+    """Start ``scrapy crawl sitewalk ARGS`` in the background (stderr captured), through the
+    fork server: SIGINT, SIGTERM and SIGHUP reach the walk, SIGKILL ends it; with ``own_process``
+    as a process of its own, whose pid is the walk's (for its helpers, its sockets, a SIGKILL at
+    an exact moment); with ``new_session``, also in its own process group, as a shell starts a
+    command (see os.killpg)."""
     environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings"}
+    command = [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args]
     return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", *args],
+        command if own_process or new_session else forkserver.command(command, environment),
         cwd=cwd, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         start_new_session=new_session,
     )

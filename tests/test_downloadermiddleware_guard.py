@@ -159,7 +159,8 @@ def listening_sockets(pid: int) -> set[int]:
 def test_a_walk_opens_no_listening_socket(make_site, tmp_path):
     """No telnet console, no remote-control endpoint: nothing listens while a walk runs."""
     site = make_site({"/": {"links": ["/slow"]}, "/slow": {"sleep": 3}})
-    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
+    process = start_cli("-a", f"seed={site('/')}", "-a", "delay=0", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path,
+                        own_process=True)  # its sockets are its pid's
     try:
         wait_for_pages(site, 2, process)  # the walk is mid-way, waiting for /slow
         assert listening_sockets(process.pid) == set()

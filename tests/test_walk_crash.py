@@ -15,6 +15,10 @@ import pytest
 
 from tests.conftest import allow_loopback, run_cli, start_cli, wait_for_pages
 
+# A walk killed with SIGKILL is a process of its own, started, killed and resumed: the tests that
+# kill are slow (the README's test command leaves them to CI: -m slow).
+SLOW = pytest.mark.slow
+
 PAGES = 10
 SITE = {
     "/": {"links": [f"/p{i}" for i in range(PAGES)]},
@@ -31,7 +35,7 @@ def walk_args(site: Any, *extra: str, feed: str = "pages.jsonl") -> list[str]:
 
 def kill_after(pages: int, site: Any, args: list[str], cwd: Path) -> None:
     """Start the walk and SIGKILL it once the site has received ``pages`` page requests in all."""
-    process = start_cli(*args, cwd=cwd)
+    process = start_cli(*args, cwd=cwd, own_process=True)  # killed at the very moment
     wait_for_pages(site, pages, process)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
@@ -72,6 +76,7 @@ def assert_whole_walk(site: Any, cwd: Path, refetched_at_most: int) -> None:
     assert report["fetched"] == len(ORDER) and report["stopped"] is None and report["unvisited"] == []
 
 
+@SLOW
 def test_a_walk_killed_between_pages_goes_on_and_its_feed_is_whole(make_site, tmp_path):
     site = make_site(SITE)
     args = walk_args(site)
@@ -88,6 +93,7 @@ def test_a_walk_killed_between_pages_goes_on_and_its_feed_is_whole(make_site, tm
     assert len(site.paths()) - first <= len(ORDER) - len(killed)
 
 
+@SLOW
 def test_a_walk_killed_during_a_page_fetches_only_that_page_again(make_site, tmp_path):
     site = make_site({**SITE, "/p3": {"title": "P3", "links": ["/p3/child"], "sleep": 2}})
     args = walk_args(site)
@@ -101,6 +107,7 @@ def test_a_walk_killed_during_a_page_fetches_only_that_page_again(make_site, tmp
     assert_whole_walk(site, tmp_path, refetched_at_most=1)
 
 
+@SLOW
 def test_a_resumed_walk_killed_again_still_loses_nothing(make_site, tmp_path):
     site = make_site(SITE)
     args = walk_args(site)
@@ -125,6 +132,7 @@ def test_a_finished_walk_goes_on_with_a_larger_max_depth_or_max_pages(make_site,
     assert_whole_walk(site, tmp_path, refetched_at_most=0)
 
 
+@SLOW
 @pytest.mark.parametrize("feed", ["pages.jsonl", "pages.json", "pages.csv", "pages.xml"])
 def test_every_feed_format_killed_twice_and_resumed_is_one_valid_file_with_each_page_once(make_site, tmp_path, feed):
     site = make_site(SITE)
@@ -162,11 +170,12 @@ def test_a_jobdir_of_another_seed_is_refused_and_nothing_is_touched(make_site, t
     assert (tmp_path / "job" / "sitewalk.journal").read_bytes() == journal
 
 
+@SLOW
 def test_without_jobdir_a_killed_walks_feed_holds_every_page_consumed_before_the_kill(make_site, tmp_path):
     site = make_site(SITE)
     args = walk_args(site)
     jobdir = args.index("JOBDIR=job")
-    process = start_cli(*args[: jobdir - 1], *args[jobdir + 1:], cwd=tmp_path)
+    process = start_cli(*args[: jobdir - 1], *args[jobdir + 1:], cwd=tmp_path, own_process=True)
     wait_for_pages(site, 6, process)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from sitewalk import pagereader, walk
+from tests import forkserver
 from tests.conftest import LOOPBACK, ROOT, allow_loopback, wait_for_pages
 
 # Bytes that are not UTF-8 (the server sends the text as Latin-1, byte for byte).
@@ -228,11 +229,12 @@ def test_a_consumer_that_hangs_cannot_hold_the_walk_past_its_deadline(make_site,
 
 def start_walk(site: Any, workdir: Any, pipeline: str) -> subprocess.Popen[str]:
     """``scrapy crawl sitewalk`` on ``site`` in the background, with ``pipeline`` (of this module)."""
+    environment = {**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0",
-         "-a", "report=r.json", "-o", "p.jsonl", *allow_loopback(),
-         "-s", f'ITEM_PIPELINES={{"tests.test_walk_odd_pages.{pipeline}": 900}}'],
-        cwd=workdir, env={**os.environ, "SCRAPY_SETTINGS_MODULE": "sitewalk.settings", "PYTHONPATH": str(ROOT)},
+        forkserver.command([sys.executable, "-m", "scrapy", "crawl", "sitewalk", "-a", f"seed={site('/')}", "-a", "delay=0",
+                            "-a", "report=r.json", "-o", "p.jsonl", *allow_loopback(),
+                            "-s", f'ITEM_PIPELINES={{"tests.test_walk_odd_pages.{pipeline}": 900}}'], environment),
+        cwd=workdir, env=environment,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
 

@@ -29,7 +29,7 @@ def test_signal_stops_the_walk_cleanly(make_site, tmp_path, signum, group):
     process = start_cli(
         "-a", f"seed={site('/')}", "-a", "delay=0.2", "-a", "report=r.json", "-O", "p.jsonl", *allow_loopback(),
         "-s", "LOG_LEVEL=DEBUG",  # for Scrapy's stats
-        cwd=tmp_path, new_session=group,
+        cwd=tmp_path, new_session=group, own_process=True,  # its helpers are its children
     )
     wait_for_pages(site, 3, process)
     helpers = helper_processes(parent=process.pid)
