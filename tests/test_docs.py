@@ -155,13 +155,16 @@ def test_set_up_is_two_commands_and_ci_runs_the_second():
     setup = blocks(section("README.md", "Set up"))
     assert setup == [
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/sitewalk-example\n",
-        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 4\n',
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 4 -m "not slow"\n',
     ]
     # The first one's walk is tests/test_example.py's; CI installs and tests as the second says,
-    # listing the slowest tests too.
+    # listing the slowest tests too, then runs the slow tests the second leaves out.
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci
-    assert ci.rstrip().endswith(".venv/bin/python -m pytest -q -n 4 --durations=15")
+    assert ci.rstrip().splitlines()[-2:] == [
+        '.venv/bin/python -m pytest -q -n 4 -m "not slow" --durations=15',
+        ".venv/bin/python -m pytest -q -n 4 -m slow --durations=10",
+    ]
 
 
 def test_readme_three_walks(make_site, tmp_path):
@@ -413,6 +416,7 @@ def _checkout(destination: Path) -> Path:
     return destination
 
 
+@pytest.mark.slow  # scrapyd, its deploy and its jobs
 def test_running_on_scrapyd(make_site, tmp_path):
     node_text = section("docs/scrapyd.md", "A node")
     make_venv, install, start = [line for line in commands(node_text)]
@@ -556,6 +560,7 @@ def test_concurrency(make_site, tmp_path):
         [item["url"].replace(alone.url, "") for item in jsonl(tmp_path / "single" / "pages.jsonl")]
 
 
+@pytest.mark.slow  # Chromium
 def test_render(make_site, tmp_path):
     auto, always = commands(section("docs/render.md", "Render a site"))
     # An app shell linking to a page of text whose script changes its title: auto renders the

@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# sitewalk-example runs its server and its walk as processes of their own (left to CI: -m slow).
+pytestmark = pytest.mark.slow
+
 
 def test_the_example_walks_the_built_in_site():
     script = Path(sys.executable).parent / "sitewalk-example"

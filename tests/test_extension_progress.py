@@ -10,6 +10,8 @@ import subprocess
 import termios
 import time
 
+import pytest
+
 from tests.conftest import allow_loopback, clean_environment, run_sitewalk, sitewalk_command
 
 # Six pages at 0.4 s each: the walk takes more than a second or two, so the line is drawn.
@@ -40,6 +42,7 @@ def run_in_terminal(*args: str, cwd) -> tuple[int, str]:
     return process.wait(timeout=30), received.decode("utf-8", "replace")
 
 
+@pytest.mark.slow  # a sitewalk process of its own, on a pseudo-terminal
 def test_the_progress_line_updates_in_place_on_a_terminal(make_site, tmp_path):
     site = make_site(SLOW_SITE)
     status, screen = run_in_terminal(site("/"), "--delay", "0", "-s", "SITEWALK_PROGRESS_INTERVAL=0.5",

@@ -105,6 +105,7 @@ def _config():
     return WalkConfig(seed="http://site.test/")
 
 
+@pytest.mark.slow  # Chromium
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_the_report_in_headless_chromium(walked, tmp_path):
     from playwright.sync_api import sync_playwright

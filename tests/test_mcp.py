@@ -665,6 +665,7 @@ async def test_web_fetch_returns_the_page_as_markdown_with_its_status_and_title(
     assert f"[Menu link]({site('/menu')})" in text(whole)
 
 
+@pytest.mark.slow  # Chromium
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 async def test_render_reads_what_scripts_made_unless_the_operator_switched_it_off(
     server: Server, make_site: Any, tmp_path: Path
@@ -939,6 +940,7 @@ def run_inspector(tmp_path: Path, *arguments: str) -> dict[str, Any]:
 
 # Three tests, not one: each Inspector run starts node and the server (seconds each), and xdist
 # runs the three side by side.
+@pytest.mark.slow  # node and the MCP Inspector
 def test_the_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
     listed = run_inspector(tmp_path, "--method", "tools/list")
     tools = {tool["name"]: tool for tool in listed["tools"]}
@@ -949,6 +951,7 @@ def test_the_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
     assert all(tool["outputSchema"]["properties"] for tool in tools.values())
 
 
+@pytest.mark.slow  # node and the MCP Inspector
 def test_the_inspector_cli_calls_web_fetch(tmp_path: Path, make_site: Any) -> None:
     site = make_site({"/guide": ARTICLE})
     fetched = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",
@@ -959,6 +962,7 @@ def test_the_inspector_cli_calls_web_fetch(tmp_path: Path, make_site: Any) -> No
     assert site.paths() == ["/guide"]
 
 
+@pytest.mark.slow  # node and the MCP Inspector
 def test_the_inspector_cli_gets_the_guards_refusal(tmp_path: Path, make_site: Any) -> None:
     refused = make_site({"/": ARTICLE}, host="127.0.0.2")
     answer = run_inspector(tmp_path, "--method", "tools/call", "--tool-name", "web_fetch",

@@ -21,6 +21,8 @@ from sitewalk import SitewalkError, grep, walk
 from tests.conftest import LOOPBACK
 
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+# A test that runs Chromium costs seconds of CPU: slow (the README's test command leaves them to CI: -m slow).
+CHROMIUM = pytest.mark.slow
 
 
 class Stats:
@@ -82,6 +84,7 @@ APP_SITE = {
 }
 
 
+@CHROMIUM
 def test_links_and_text_made_by_scripts_are_what_the_walk_reads(make_site):
     site = make_site(APP_SITE)
     report, stats, pages = rendered(site("/"), max_depth=2)
@@ -103,6 +106,7 @@ def test_links_and_text_made_by_scripts_are_what_the_walk_reads(make_site):
     assert stats["sitewalk/render/launches"] == 1
 
 
+@CHROMIUM
 def test_grep_searches_the_rendered_text(make_site):
     site = make_site(APP_SITE)
     matches, report = grep(site("/"), "what scripts make", max_depth=0, delay=0, render="always", settings=LOOPBACK)
@@ -158,6 +162,7 @@ def refused():
     listener.close()
 
 
+@CHROMIUM
 def test_the_guard_holds_for_every_request_of_the_browser(make_site, refused):
     other = make_site({"/allowed.json": {"content_type": "application/json", "headers": {"Access-Control-Allow-Origin": "*"},
                                          "body": json.dumps("fetched from another allowed origin")}})
@@ -200,6 +205,7 @@ fetch('{other.url}/allowed.json').then(r => r.json()).then(text => {{
     assert sorted(site.paths()) == ["/", "/frame-hop", "/hop"]
 
 
+@CHROMIUM
 def test_bytes_of_the_document_and_of_every_request_count(make_site):
     site = make_site({**APP_SITE, "/": {"title": "Home", "links": ["/data"]}})
     report, stats, pages = rendered(site("/"))
@@ -213,6 +219,7 @@ def test_bytes_of_the_document_and_of_every_request_count(make_site):
     assert [(failure["url"], failure["kind"]) for failure in report.failures] == [(site("/data"), "budget")]
 
 
+@CHROMIUM
 def test_a_rendered_page_is_one_page_in_max_pages(make_site):
     site = make_site(APP_SITE)
     report, stats, pages = rendered(site("/data"), max_pages=1)
@@ -221,6 +228,7 @@ def test_a_rendered_page_is_one_page_in_max_pages(make_site):
     assert report.fetched == 1 and report.stopped == "max-pages" and report.unvisited == [site("/from-json")]
 
 
+@CHROMIUM
 def test_several_pages_in_flight_give_the_walk_one_at_a_time_gives(make_site):
     site = make_site(APP_SITE)
     report, stats, pages = rendered(site("/"), max_depth=2, concurrency=3)
@@ -229,6 +237,7 @@ def test_several_pages_in_flight_give_the_walk_one_at_a_time_gives(make_site):
     assert stats["sitewalk/render/pages"] == 6
 
 
+@CHROMIUM
 def test_images_fonts_and_media_are_not_fetched_unless_asked(make_site):
     site = make_site({"/": script_page("", body="<img src='/a.png'><video src='/v.mp4'></video>",
                                        head="<style>@font-face { font-family: x; src: url(/f.woff2); } body { font-family: x; }</style>")})
@@ -237,6 +246,7 @@ def test_images_fonts_and_media_are_not_fetched_unless_asked(make_site):
     assert stats["sitewalk/render/skipped"] >= 2
 
 
+@CHROMIUM
 def test_a_render_has_a_time_limit(make_site):
     site = make_site({
         "/": {"links": ["/busy", "/waiting"], "title": "Home"},
@@ -256,6 +266,7 @@ def test_a_render_has_a_time_limit(make_site):
     assert stats["sitewalk/render/timeouts"] >= 2
 
 
+@CHROMIUM
 def test_a_render_ends_at_the_deadline(make_site):
     site = make_site({"/": {"links": ["/busy"], "title": "Home"}, "/busy": script_page("while (true) {}")})
     # Long enough for the browser to start on a loaded machine; far shorter than the render's own limit.
@@ -277,6 +288,7 @@ SHELL_AND_PLAIN = {
 }
 
 
+@CHROMIUM
 def test_auto_renders_the_shell_and_leaves_the_plain_page(make_site):
     site = make_site(SHELL_AND_PLAIN)
     report, stats, pages = rendered(site("/"), render="auto", max_depth=2)
@@ -292,6 +304,7 @@ def test_auto_on_a_site_without_shells_starts_no_browser(make_site):
     assert "sitewalk/render/launches" not in stats and "sitewalk/render/pages" not in stats
 
 
+@CHROMIUM
 def test_the_browser_is_replaced_after_its_pages(make_site):
     site = make_site({"/": script_page("document.getElementById('root').innerHTML = "
                                        "['/1', '/2', '/3', '/4'].map(u => `<a href=${u}>${u}</a>`).join(' ');"),

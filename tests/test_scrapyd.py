@@ -21,6 +21,9 @@ import pytest
 
 from tests.conftest import LOOPBACK, ROOT
 
+# scrapyd and its jobs run as processes of their own: seconds each (left to CI: -m slow).
+pytestmark = pytest.mark.slow
+
 PROJECT = "sitewalk"
 VERSION = "1"
 ALLOW_LOOPBACK = f"SITEWALK_GUARD_ALLOW_NETWORKS={LOOPBACK['SITEWALK_GUARD_ALLOW_NETWORKS']}"

@@ -167,6 +167,7 @@ def test_the_deadline_cuts_every_download_in_flight(make_site, tmp_path):
     assert report["unvisited"] == [served(f"/slow{i}") for i in range(4, 6)]
 
 
+@pytest.mark.slow  # a walk killed with SIGKILL, then resumed
 def test_kill_9_with_requests_in_flight_then_resume(make_site, tmp_path):
     site = make_site(shuffled_site(slowest=0.3))
     whole_site = make_site(shuffled_site(slowest=0))
