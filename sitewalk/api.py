@@ -12,7 +12,8 @@ from scrapy.settings import Settings
 
 from sitewalk import jobs
 from sitewalk._reactor import run_async, run_blocking
-from sitewalk.config import WalkConfig, check_run
+from sitewalk.config import WalkConfig
+from sitewalk.configchecks import check_run
 from sitewalk.exceptions import SeedError, SitewalkError
 from sitewalk.hints import API
 from sitewalk.items import Extract, Match, Page, Report

@@ -1,8 +1,9 @@
 """The walk's configuration: one typed, validated object behind the CLI, the config file and the API.
 
-What each argument means and its bounds live here, with the object; how a value becomes its type
-is :mod:`sitewalk.configvalues`, and the checks of the arguments together and of what a walk will
-write are :mod:`sitewalk.configchecks`.
+What each argument means and its bounds live here, with the object, and so do the checks of the
+arguments together; how a value becomes its type, and the checks of one value, are
+:mod:`sitewalk.configvalues`; the checks of what a walk will write, before it runs, are
+:mod:`sitewalk.configchecks`.
 """
 
 from __future__ import annotations
@@ -14,45 +15,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitewalk.configchecks import EXAMPLE_SEED, check_config, check_run
-from sitewalk.configvalues import convert, headers, load_toml, parse_bool
+from sitewalk import patterns
+from sitewalk.configvalues import (
+    EXAMPLE_SEED,
+    Argument,
+    arg,
+    check_query,
+    check_seed,
+    convert,
+    headers,
+    load_toml,
+)
+from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI, Surface
 
-__all__ = ["Argument", "WalkConfig", "argument", "arguments", "check_run", "parse_bool"]
+__all__ = ["Argument", "WalkConfig", "argument", "arguments", "check_config"]
+
+# When a page is run in a browser (sitewalk.render): never, always, or when its HTML is an app shell.
+RENDER_MODES = ("never", "always", "auto")
 
 # Arguments scrapyd adds to every job; they are not walk settings.
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
 # The arguments only the grep consumer reads.
 _GREP_OPTIONS = ("max_matches", "ignore_case", "fixed_strings", "context")
-
-
-@dataclass(frozen=True)
-class Argument:
-    """What a walk argument means and the bounds its value must keep (``above``: exclusive)."""
-
-    help: str
-    minimum: float | None = None
-    above: float | None = None
-    maximum: float | None = None
-    # What a number counts ("seconds"), for the messages.
-    unit: str = ""
-
-    def check(self, name: str, value: Any) -> None:
-        unit = f" {self.unit}" if self.unit else ""
-        if self.minimum is not None and value < self.minimum:
-            raise SitewalkError(f"{name} must be >= {self.minimum:g}{unit}, got {value:g}")
-        if self.maximum is not None and value > self.maximum:
-            raise SitewalkError(f"{name} must be <= {self.maximum:g}{unit}, got {value:g}")
-        if self.above is not None and value <= self.above:
-            raise SitewalkError(f"{name} must be > {self.above:g}{unit}, got {value:g}")
-
-
-def _arg(
-    help: str, *, minimum: float | None = None, above: float | None = None, maximum: float | None = None,  # noqa: A002
-    unit: str = "",
-) -> dict[str, Argument]:
-    return {"argument": Argument(help, minimum, above, maximum, unit)}
 
 
 # The argument that is no field: where the others can come from.
@@ -96,103 +82,103 @@ class WalkConfig:
     came from (:mod:`sitewalk.hints`).
     """
 
-    seed: str = field(metadata=_arg("the http(s) URL to start from; the walk stays on the origin of its final URL (after redirects)"))
-    max_depth: int = field(default=1, metadata=_arg("link hops to follow from the start URL: 0 = that page only, 1 = it and the pages it links to", minimum=0))
+    seed: str = field(metadata=arg("the http(s) URL to start from; the walk stays on the origin of its final URL (after redirects)"))
+    max_depth: int = field(default=1, metadata=arg("link hops to follow from the start URL: 0 = that page only, 1 = it and the pages it links to", minimum=0))
     max_pages: int = field(
-        default=20, metadata=_arg("most pages to fetch (any HTTP status), the start URL included", minimum=1)
+        default=20, metadata=arg("most pages to fetch (any HTTP status), the start URL included", minimum=1)
     )
     delay: float = field(
         default=0.25,
-        metadata=_arg("seconds between the starts of two requests; robots.txt Crawl-delay can lengthen it", minimum=0,
+        metadata=arg("seconds between the starts of two requests; robots.txt Crawl-delay can lengthen it", minimum=0,
                       unit="seconds"),
     )
     concurrency: int = field(
         default=1,
-        metadata=_arg(
+        metadata=arg(
             "most page requests in flight at once, the walk's order kept; more than 1 only on sites you own or may load",
             minimum=1, maximum=64,
         ),
     )
     deadline: float = field(
-        default=60.0, metadata=_arg("seconds the whole walk may take; a page still arriving then is cut off", above=0,
+        default=60.0, metadata=arg("seconds the whole walk may take; a page still arriving then is cut off", above=0,
                               unit="seconds")
     )
     max_bytes: int = field(
-        default=20_000_000, metadata=_arg("most body bytes (after decompression) to download for the whole walk", minimum=1)
+        default=20_000_000, metadata=arg("most body bytes (after decompression) to download for the whole walk", minimum=1)
     )
-    report: str | None = field(default=None, metadata=_arg("path of the report JSON"))
+    report: str | None = field(default=None, metadata=arg("path of the report JSON"))
     html_report: str | None = field(
         default=None,
-        metadata=_arg("path of an HTML report of the walk, one file that loads nothing (broken links, redirects, "
+        metadata=arg("path of an HTML report of the walk, one file that loads nothing (broken links, redirects, "
                       "slowest pages), written when it ends"),
     )
     junit: str | None = field(
         default=None,
-        metadata=_arg("path of a JUnit XML file: one testsuite per fetched page, one testcase per link the walk "
+        metadata=arg("path of a JUnit XML file: one testsuite per fetched page, one testcase per link the walk "
                       "checked, broken links as failures"),
     )
     fail_on_broken: bool = field(
         default=False,
-        metadata=_arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
+        metadata=arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
     )
     check_links: bool = field(
         default=False,
-        metadata=_arg("also check, once each, the links to other sites and the images, scripts and stylesheets pages "
+        metadata=arg("also check, once each, the links to other sites and the images, scripts and stylesheets pages "
                       "embed (HEAD, not followed), and the #fragments of links to pages fetched"),
     )
     grep: str | None = field(
         default=None,
-        metadata=_arg("regular expression (RE2 syntax) searched for in each page's visible text, line by line"),
+        metadata=arg("regular expression (RE2 syntax) searched for in each page's visible text, line by line"),
     )
     max_matches: int = field(
-        default=50, metadata=_arg("most matching lines for the whole walk; it stops once this many are found", minimum=1)
+        default=50, metadata=arg("most matching lines for the whole walk; it stops once this many are found", minimum=1)
     )
-    ignore_case: bool = field(default=False, metadata=_arg("match regardless of letter case"))
-    fixed_strings: bool = field(default=False, metadata=_arg("search for the pattern as plain text, not as a regular expression"))
-    context: int = field(default=2, metadata=_arg("lines of context before and after each match", minimum=0))
-    css: str | None = field(default=None, metadata=_arg("CSS selector whose values are extracted from each page"))
-    xpath: str | None = field(default=None, metadata=_arg("XPath expression whose values are extracted from each page"))
-    regex: str | None = field(default=None, metadata=_arg("regular expression (RE2 syntax) filtering the css/xpath values"))
+    ignore_case: bool = field(default=False, metadata=arg("match regardless of letter case"))
+    fixed_strings: bool = field(default=False, metadata=arg("search for the pattern as plain text, not as a regular expression"))
+    context: int = field(default=2, metadata=arg("lines of context before and after each match", minimum=0))
+    css: str | None = field(default=None, metadata=arg("CSS selector whose values are extracted from each page"))
+    xpath: str | None = field(default=None, metadata=arg("XPath expression whose values are extracted from each page"))
+    regex: str | None = field(default=None, metadata=arg("regular expression (RE2 syntax) filtering the css/xpath values"))
     headers: dict[str, str] = field(
-        default_factory=dict, metadata=_arg("request headers, 'Name: value; Other: value'")
+        default_factory=dict, metadata=arg("request headers, 'Name: value; Other: value'")
     )
     include: str | None = field(
         default=None,
-        metadata=_arg(
+        metadata=arg(
             "regular expression (RE2 syntax): only links whose path and query it matches are followed (the start URL always is)"
         ),
     )
     exclude: str | None = field(
-        default=None, metadata=_arg("regular expression (RE2 syntax): links whose path and query it matches are not followed")
+        default=None, metadata=arg("regular expression (RE2 syntax): links whose path and query it matches are not followed")
     )
     no_parent: bool = field(
-        default=False, metadata=_arg("follow only links at or below the directory of the start URL (after redirects)")
+        default=False, metadata=arg("follow only links at or below the directory of the start URL (after redirects)")
     )
     content: str | None = field(
         default=None,
-        metadata=_arg("add each 2xx page's content to its index item: markdown, text or html (text pages as they are)"),
+        metadata=arg("add each 2xx page's content to its index item: markdown, text or html (text pages as they are)"),
     )
     main_content: bool = field(
         default=False,
-        metadata=_arg("with content: only the page's main content, without navigation, header, footer and sidebars"),
+        metadata=arg("with content: only the page's main content, without navigation, header, footer and sidebars"),
     )
     links: bool = field(
         default=False,
-        metadata=_arg("add to each index item the page's followable links (resolved, in document order, any origin)"),
+        metadata=arg("add to each index item the page's followable links (resolved, in document order, any origin)"),
     )
     sitemap: bool = field(
         default=False,
-        metadata=_arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
+        metadata=arg("also walk the URLs of the site's sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml), at depth 1"),
     )
     save_dir: str | None = field(
         default=None,
-        metadata=_arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
+        metadata=arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
                       "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
 
     render: str = field(
         default="never",
-        metadata=_arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
+        metadata=arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
                       "or auto (only pages whose HTML is an app shell)"),
     )
 
@@ -262,6 +248,46 @@ class WalkConfig:
         config = cls(**typed)
         check_config(config, surface)
         return config
+
+
+def check_config(config: WalkConfig, surface: Surface) -> None:
+    """Each argument within its bounds, and the arguments consistent with each other: one line
+    naming what is wrong and what to give instead."""
+    check_seed(config.seed, surface)
+    for spec in dataclasses.fields(config):
+        bounds = spec.metadata["argument"]
+        bounds.check(surface.name(spec.name), getattr(config, spec.name))
+    if config.grep == "":
+        raise SitewalkError("grep is empty: give the text or regular expression to search for")
+    if config.grep is not None and (config.css is not None or config.xpath is not None):
+        raise SitewalkError("grep and css/xpath are different consumers: give one of them")
+    if config.css is not None and config.xpath is not None:
+        raise SitewalkError("give css or xpath, not both")
+    for name in ("links", "content", "main_content", "save_dir"):
+        if getattr(config, name) and config.consumer != "index":
+            raise SitewalkError(f"{name} is a field of index items: give it without {config.consumer}'s arguments")
+    if config.content is not None and config.content not in MODES:
+        raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {config.content!r}")
+    if config.main_content and config.content is None and config.save_dir is None:
+        raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
+    if config.render not in RENDER_MODES:
+        raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
+    if config.regex is not None and config.css is None and config.xpath is None:
+        raise SitewalkError(
+            f"regex filters css/xpath values: give {surface.argument('css', '...')} "
+            f"or {surface.argument('xpath', '...')} too"
+        )
+    if config.css is not None:
+        check_query("css", config.css)
+    if config.xpath is not None:
+        check_query("xpath", config.xpath)
+    for name in ("grep", "regex", "include", "exclude"):
+        pattern = getattr(config, name)
+        if pattern is not None:
+            grep = name == "grep"
+            literally = grep and config.fixed_strings
+            fix = f" (use {surface.argument('fixed_strings', True)} to search for it literally)" if grep else ""
+            patterns.compile(pattern, name=surface.name(name), literal=literally, fix=fix)
 
 
 def _name(config: Any) -> str:

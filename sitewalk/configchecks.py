@@ -1,21 +1,12 @@
-"""Checks of a walk's arguments together, and of what a walk of them will write, before any request."""
+"""Checks of what a walk will write (its report, feeds and save directory), before any request."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
-import ada_url
-from cssselect import SelectorError
-from parsel import Selector
-
-from sitewalk import patterns
-from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI, Surface
 from sitewalk.jobs import local_feeds
@@ -25,80 +16,8 @@ if TYPE_CHECKING:
 
     from sitewalk.config import WalkConfig
 
-__all__ = ["EXAMPLE_SEED", "RENDER_MODES", "check_config", "check_run"]
+__all__ = ["check_run"]
 
-EXAMPLE_SEED = "https://docs.example.com/"
-# When a page is run in a browser (sitewalk.render): never, always, or when its HTML is an app shell.
-RENDER_MODES = ("never", "always", "auto")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-
-
-def check_config(config: WalkConfig, surface: Surface) -> None:
-    """Each argument within its bounds, and the arguments consistent with each other: one line
-    naming what is wrong and what to give instead."""
-    _check_seed(config.seed, surface)
-    for spec in dataclasses.fields(config):
-        bounds = spec.metadata["argument"]
-        bounds.check(surface.name(spec.name), getattr(config, spec.name))
-    if config.grep == "":
-        raise SitewalkError("grep is empty: give the text or regular expression to search for")
-    if config.grep is not None and (config.css is not None or config.xpath is not None):
-        raise SitewalkError("grep and css/xpath are different consumers: give one of them")
-    if config.css is not None and config.xpath is not None:
-        raise SitewalkError("give css or xpath, not both")
-    for name in ("links", "content", "main_content", "save_dir"):
-        if getattr(config, name) and config.consumer != "index":
-            raise SitewalkError(f"{name} is a field of index items: give it without {config.consumer}'s arguments")
-    if config.content is not None and config.content not in MODES:
-        raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {config.content!r}")
-    if config.main_content and config.content is None and config.save_dir is None:
-        raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
-    if config.render not in RENDER_MODES:
-        raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
-    if config.regex is not None and config.css is None and config.xpath is None:
-        raise SitewalkError(
-            f"regex filters css/xpath values: give {surface.argument('css', '...')} "
-            f"or {surface.argument('xpath', '...')} too"
-        )
-    if config.css is not None:
-        _check_query("css", config.css)
-    if config.xpath is not None:
-        _check_query("xpath", config.xpath)
-    for name in ("grep", "regex", "include", "exclude"):
-        pattern = getattr(config, name)
-        if pattern is not None:
-            grep = name == "grep"
-            literally = grep and config.fixed_strings
-            fix = f" (use {surface.argument('fixed_strings', True)} to search for it literally)" if grep else ""
-            patterns.compile(pattern, name=surface.name(name), literal=literally, fix=fix)
-
-
-def _check_seed(seed: str, surface: Surface) -> None:
-    """The seed must be an http(s) URL by the parser the walk resolves links with (WHATWG, ada)."""
-    example = surface.argument("seed", EXAMPLE_SEED)
-    valid = ada_url.check_url(seed)
-    scheme = ada_url.parse_url(seed, attributes=("protocol",))["protocol"][:-1] if valid else _scheme(seed)
-    if scheme.lower() not in ("http", "https"):
-        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not an http(s) URL (give e.g. {example})")
-    if not valid:
-        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not a valid URL{_url_problem(seed)} (give e.g. {example})")
-
-
-def _scheme(url: str) -> str:
-    found = _SCHEME.match(url.strip())
-    return found.group(1) if found else ""
-
-
-def _url_problem(url: str) -> str:
-    """What is wrong with a URL ada refuses, when the usual suspects tell."""
-    try:
-        netloc = urlsplit(url).netloc
-        urlsplit(url).port  # noqa: B018 - reading it checks it
-    except ValueError as exc:
-        return f": {str(exc)[0].lower()}{str(exc)[1:]}"
-    if any(character.isspace() for character in netloc):
-        return ": its host has a space in it"
-    return ""
 
 
 def _unwritable(path: Path) -> str | None:
@@ -163,16 +82,3 @@ def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
-
-
-def _check_query(name: str, query: str) -> None:
-    """Run the css or xpath query on an empty page, so a bad one fails before any request."""
-    probe = Selector(text="<html></html>")
-    try:
-        if name == "css":
-            probe.css(query)
-        else:
-            probe.xpath(query)
-    except (SelectorError, ValueError) as exc:
-        kind = "CSS selector" if name == "css" else "XPath expression"
-        raise SitewalkError(f"{name} {query!r} is not a valid {kind}: {exc}") from None

@@ -1,16 +1,28 @@
-"""A walk argument's value as its type, from whatever gave it: a command line, a TOML file, Python."""
+"""A walk argument's value: its bounds, its type from whatever gave it (a command line, a TOML
+file, Python), and the checks of a value by the parser that will read it (the seed's URL, a css or
+xpath query)."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import ada_url
+from cssselect import SelectorError
+from parsel import Selector
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.hints import Surface
 
-__all__ = ["convert", "headers", "load_toml", "parse_bool"]
+__all__ = ["EXAMPLE_SEED", "Argument", "arg", "check_query", "check_seed", "convert", "headers", "load_toml", "parse_bool"]
+
+EXAMPLE_SEED = "https://docs.example.com/"
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -100,3 +112,72 @@ def load_toml(path: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SitewalkError(f"config {path!r} is not valid TOML: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Argument:
+    """What a walk argument means and the bounds its value must keep (``above``: exclusive)."""
+
+    help: str
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    # What a number counts ("seconds"), for the messages.
+    unit: str = ""
+
+    def check(self, name: str, value: Any) -> None:
+        unit = f" {self.unit}" if self.unit else ""
+        if self.minimum is not None and value < self.minimum:
+            raise SitewalkError(f"{name} must be >= {self.minimum:g}{unit}, got {value:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise SitewalkError(f"{name} must be <= {self.maximum:g}{unit}, got {value:g}")
+        if self.above is not None and value <= self.above:
+            raise SitewalkError(f"{name} must be > {self.above:g}{unit}, got {value:g}")
+
+
+def arg(
+    help: str, *, minimum: float | None = None, above: float | None = None, maximum: float | None = None,  # noqa: A002
+    unit: str = "",
+) -> dict[str, Argument]:
+    return {"argument": Argument(help, minimum, above, maximum, unit)}
+
+
+def check_seed(seed: str, surface: Surface) -> None:
+    """The seed must be an http(s) URL by the parser the walk resolves links with (WHATWG, ada)."""
+    example = surface.argument("seed", EXAMPLE_SEED)
+    valid = ada_url.check_url(seed)
+    scheme = ada_url.parse_url(seed, attributes=("protocol",))["protocol"][:-1] if valid else _scheme(seed)
+    if scheme.lower() not in ("http", "https"):
+        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not an http(s) URL (give e.g. {example})")
+    if not valid:
+        raise SitewalkError(f"{surface.name('seed')} {seed!r} is not a valid URL{_url_problem(seed)} (give e.g. {example})")
+
+
+def _scheme(url: str) -> str:
+    found = _SCHEME.match(url.strip())
+    return found.group(1) if found else ""
+
+
+def _url_problem(url: str) -> str:
+    """What is wrong with a URL ada refuses, when the usual suspects tell."""
+    try:
+        netloc = urlsplit(url).netloc
+        urlsplit(url).port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        return f": {str(exc)[0].lower()}{str(exc)[1:]}"
+    if any(character.isspace() for character in netloc):
+        return ": its host has a space in it"
+    return ""
+
+
+def check_query(name: str, query: str) -> None:
+    """Run the css or xpath query on an empty page, so a bad one fails before any request."""
+    probe = Selector(text="<html></html>")
+    try:
+        if name == "css":
+            probe.css(query)
+        else:
+            probe.xpath(query)
+    except (SelectorError, ValueError) as exc:
+        kind = "CSS selector" if name == "css" else "XPath expression"
+        raise SitewalkError(f"{name} {query!r} is not a valid {kind}: {exc}") from None

@@ -165,7 +165,7 @@ class WalkReport(WalkComponent):
                 "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
                 count(len(report.robots_skipped), "page"), walk.surface.setting("ROBOTSTXT_OBEY", False),
             )
-        # Checked before the walk (sitewalk.config.check_run); a disk that filled up since is one
+        # Checked before the walk (sitewalk.configchecks.check_run); a disk that filled up since is one
         # line each, after the summary, not a traceback instead of it.
         outputs: list[tuple[str, str, Callable[[str], object]]] = []
         if self._path is not None:
@@ -267,7 +267,7 @@ class FileFeedStorage(ScrapyFileFeedStorage):
     feed is then whole up to its last line).
 
     Unlike Scrapy's, it makes no directory: the walk checks its outputs before it starts
-    (:func:`sitewalk.config.check_run`). A walk whose seed could not be fetched leaves the file
+    (:func:`sitewalk.configchecks.check_run`). A walk whose seed could not be fetched leaves the file
     as it was: Scrapy opens a feed at its first item, or at the end to store an empty feed, which
     would replace a file that a rerun meant to refresh with nothing. A file appended to is also
     open for reading: the exporters read its end to continue it (:mod:`sitewalk.exporters`).

@@ -23,7 +23,8 @@ from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from twisted.internet.defer import Deferred
 
 from sitewalk import jobs
-from sitewalk.config import WalkConfig, arguments, check_run
+from sitewalk.config import WalkConfig, arguments
+from sitewalk.configchecks import check_run
 from sitewalk.exceptions import SitewalkError
 from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
@@ -37,8 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The exit status of a walk that ran and found broken links, with fail_on_broken (0: it ran,
-# 1: the seed failed, 2: bad input).
+# The exit status of a walk that found broken links, with fail_on_broken (0 ran, 1 seed failed, 2 bad input).
 EXIT_BROKEN = 3
 
 # Scrapy's loggers whose INFO lines quiet_scrapy_info keeps out of a walk's log.

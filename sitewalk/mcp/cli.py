@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sitewalk.config import argument, parse_bool
+from sitewalk.config import argument
+from sitewalk.configvalues import parse_bool
 from sitewalk.exceptions import SitewalkError
 from sitewalk.guard import parse_networks
 from sitewalk.mcp.options import OPTIONS, Option, ServerOptions
