@@ -21,6 +21,9 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent
 # The address guard is on everywhere; the suite's own site is on loopback, so it is allowed here
 # (and only 127.0.0.1: tests of the guard rely on 127.0.0.2 staying refused).
+# How late the mock site may log a request on a loaded machine (-n 6 on two cores): it logs when
+# its thread for the request runs. Gaps between requests, as the site saw them, are checked less this.
+SERVER_LAG = 0.05
 # A folder of shims that start sitewalk, sitewalk-mcp and scrapy through this worker's fork server:
 # first on the PATH of a test's shell (see _fork_server), if set.
 SHIMS = "SITEWALK_TEST_SHIMS"

@@ -155,14 +155,14 @@ def test_set_up_is_two_commands_and_ci_runs_the_second():
     setup = blocks(section("README.md", "Set up"))
     assert setup == [
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/sitewalk-example\n",
-        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 4 -m "not slow"\n',
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q -n 6 -m "not slow"\n',
     ]
     # The first one's walk is tests/test_example.py's; CI installs and tests as the second says,
     # listing the slowest tests too, then runs the slow tests the second leaves out.
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert '-m venv .venv' in ci and 'pip install -q -e ".[test]"' in ci
     assert ci.rstrip().splitlines()[-2:] == [
-        '.venv/bin/python -m pytest -q -n 4 -m "not slow" --durations=15',
+        '.venv/bin/python -m pytest -q -n 6 -m "not slow" --durations=15',
         ".venv/bin/python -m pytest -q -n 4 -m slow --durations=10",
     ]
 
