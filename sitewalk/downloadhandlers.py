@@ -18,7 +18,7 @@ from twisted.web._newclient import (  # noqa: E402 - Twisted's own names for "no
 )
 
 from sitewalk.state import Walk  # noqa: E402
-from sitewalk.tickets import TICKET, Dropped, Ticket  # noqa: E402
+from sitewalk.tickets import TICKET, Ticket  # noqa: E402
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -38,7 +38,7 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
     Servers close kept-alive connections whenever they like (an idle timeout, an HTTP/1.0
     server), and a request sent on one the server had just closed fails before any response.
     Twisted's connection pool would send it again at once (``retryAutomatically``); the walk
-    sends it again itself, once, after the pace (:meth:`sitewalk.gate.Gate.may_start`), as every
+    sends it again itself, once, after the pace (:meth:`sitewalk.gate.Gate.start`), as every
     request to the site starts: only a GET or HEAD request without a body, and only when the
     connection closed before any byte of a response arrived, so a page the server answered is
     never requested twice. Stats: ``sitewalk/download/resent``. The class also makes this module,
@@ -65,10 +65,7 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
         except NotConfigured:
             gate = None  # another spider's crawl: sent again at once, as Twisted would
         if gate is not None:
-            await gate.may_start()
-            if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
-                raise Dropped
-            request.meta["sitewalk_started"] = gate.request_started()
+            await gate.start(request.meta)
         request.meta["sitewalk_resent"] = True
         self._crawler.stats.inc_value("sitewalk/download/resent")
         return await self._download(request)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sitewalk.tickets import TICKET, Ticket
+from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -145,6 +145,16 @@ class Gate:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), wait)
+
+    async def start(self, meta: dict[str, Any], *, paced: bool = True) -> None:
+        """A request with ``meta`` goes to the network: after the pace (:meth:`may_start`) unless
+        not ``paced``; a page request a stop came upon meanwhile is dropped (:class:`Dropped`).
+        Meta ``sitewalk_started`` is when it started."""
+        if paced:
+            await self.may_start()
+        if self._stopping and isinstance(meta.get(TICKET), Ticket):
+            raise Dropped
+        meta["sitewalk_started"] = self.request_started() if paced else time.monotonic()
 
     def request_over(self, ticket: Ticket, at_turn: Callable[[], None] | None = None) -> None:
         """``ticket``'s request ended without a page (it failed, was dropped by the dupefilter,

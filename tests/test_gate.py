@@ -285,3 +285,36 @@ def test_a_stop_ends_the_pace_wait_at_once():
         return time.monotonic() - started
 
     assert asyncio.run(scenario()) < 5
+
+
+def test_a_start_waits_for_the_pace_and_a_stop_drops_a_page_request_not_another():
+    """What every request to the site passes before it goes to the network (the budget
+    middleware, the download handler's re-send): the pace, then a stop's drop, then its start."""
+    from sitewalk.tickets import TICKET
+
+    async def scenario() -> tuple[float, float, bool, bool, bool]:
+        gate = gate_for()
+        gate.slow_down(0.2)
+        gate.request_started()
+        paced: dict[str, Any] = {}
+        before = time.monotonic()
+        await gate.start(paced)
+        waited = time.monotonic() - before
+        unpaced: dict[str, Any] = {}
+        before = time.monotonic()
+        await gate.start(unpaced, paced=False)  # a link check to another site: its own pace
+        at_once = time.monotonic() - before
+        ticket = gate.request_sent("http://site.test/a")
+        gate.stop()
+        dropped = False
+        try:
+            await gate.start({TICKET: ticket})
+        except Dropped:
+            dropped = True
+        robots: dict[str, Any] = {}
+        await gate.start(robots)  # no ticket (robots.txt): it still starts
+        return waited, at_once, dropped, "sitewalk_started" in paced and "sitewalk_started" in unpaced, "sitewalk_started" in robots
+
+    waited, at_once, dropped, marked, robots_started = asyncio.run(scenario())
+    assert waited >= 0.2 - 0.01 and at_once < 0.15  # it would wait 0.2 s if paced
+    assert dropped and marked and robots_started

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -11,7 +10,6 @@ from scrapy import signals
 from sitewalk.downloadermiddlewares.robots import ROBOTS_META
 from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
 from sitewalk.state import WalkComponent
-from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -63,12 +61,7 @@ class BudgetMiddleware(WalkComponent):
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def process_request(self, request: Request) -> None:
-        gate = self.walk.gate
-        walk_paced = request.meta.get(CHECK_META) != OTHER_ORIGIN
-        if walk_paced:
-            await gate.may_start()
-        if gate.stopping and isinstance(request.meta.get(TICKET), Ticket):
-            raise Dropped
+        await self.walk.gate.start(request.meta, paced=request.meta.get(CHECK_META) != OTHER_ORIGIN)
         budget = self.walk.budget
         seconds = max(budget.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
@@ -79,7 +72,6 @@ class BudgetMiddleware(WalkComponent):
             request.meta["sitewalk_budget_maxsize"] = budget_bound
             if budget_bound:
                 self._budget_bound.add(f"in request {request}.")
-        request.meta["sitewalk_started"] = gate.request_started() if walk_paced else time.monotonic()
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")
