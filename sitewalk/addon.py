@@ -24,8 +24,9 @@ from sitewalk.downloadermiddlewares import (
     SameOriginMiddleware,
     WalkRedirectMiddleware,
 )
-from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkJournal, WalkReport
+from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
+from sitewalk.journal import WalkJournal
 from sitewalk.linkcheck import LinkChecker
 from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
 from sitewalk.progress import TerminalProgress

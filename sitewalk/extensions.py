@@ -1,5 +1,5 @@
-"""Extensions of the walk: its clock and pace (WalkBudget), its report (WalkReport), its JOBDIR
-journal (WalkJournal), and the storage of its local feeds (FileFeedStorage)."""
+"""Extensions of the walk: its clock and pace (WalkBudget), its report (WalkReport), and the storage
+of its local feeds (FileFeedStorage); its JOBDIR journal (WalkJournal) is in :mod:`sitewalk.journal`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
@@ -22,7 +21,7 @@ from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
 from sitewalk.linkreport import write_junit
 from sitewalk.progress import progress_interval, terminal_handler
-from sitewalk.spidermiddlewares import MATCHES, GrepMiddleware
+from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -34,12 +33,10 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
     from scrapy.utils.asyncio import CallLaterResult
 
-    from sitewalk.tickets import Ticket
-
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkJournal", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkReport"]
 
 
 class WalkBudget(WalkComponent):
@@ -181,84 +178,6 @@ class WalkReport(WalkComponent):
                 write(path)
             except OSError as exc:
                 logger.error("sitewalk: %s could not be written to %s: %s", what, path, exc.strerror or exc)
-
-
-class WalkJournal(WalkComponent):
-    """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
-    same command resumes a walk that was stopped, killed or cut off by a power cut.
-
-    A line is written each time a request is done (:class:`sitewalk.tickets.Ticket`: it ended
-    without a page, or its page has gone through the consumers, its items in the feeds by then):
-    what the frontier learnt, the pages done (popped, and not among the gate's pending requests:
-    in flight, in hand or dropped), the failures and robots.txt refusals, the budget
-    the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
-    feeds back to those sizes, so an item of a page fetched again is never written twice.
-    """
-
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
-        path = jobs.journal_path(crawler.settings)
-        if path is None:
-            # Without a message: Scrapy logs NotConfigured's as a warning, on every walk without JOBDIR.
-            raise NotConfigured
-        walk = self.walk
-        self._feeds = jobs.local_feeds(crawler.settings)
-        if walk.resumed:
-            jobs.cut_feeds(self._feeds, walk.resumed.feeds)
-        self._journal = jobs.Journal(path, walk.config, resume=bool(walk.resumed))
-        self._failures = len(walk.results.failures)
-        self._skipped = len(walk.results.robots_skipped)
-        # Popped, and pending at the last line: done once not.
-        self._undone: list[str] = []
-        self._due = False
-        walk.gate.when_done(self._changed)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
-
-    def _changed(self, _: Ticket) -> None:
-        # Written once the current callback is over: a failure is recorded after its request
-        # ends, and every feed has written a page's last item when the page is consumed.
-        if not self._due:
-            self._due = True
-            call_later(0, self._write)
-
-    def _write(self) -> None:
-        self._due = False
-        if self._journal.closed:
-            return
-        walk = self.walk
-        changes = walk.frontier.take_changes()
-        # Requests sent and not done, and those the walk dropped: a resumed walk sends them again.
-        pending = set(walk.gate.pending())
-        counted = [ticket.page for ticket in walk.gate.in_hand() if ticket.counted and ticket.page is not None]
-        popped = self._undone + changes.popped
-        self._undone = [url for url in popped if url in pending]
-        failures, skipped = walk.results.failures, walk.results.robots_skipped
-        self._journal.append({
-            "queued": changes.queued,
-            "seen": changes.seen,
-            "held": changes.held,
-            "done": [url for url in popped if url not in pending],
-            "origin": changes.origin,
-            "failures": [failure.record() for failure in failures[self._failures:]],
-            "robots_skipped": skipped[self._skipped:],
-            "consumers": self._consumers(),
-            "out_of_scope": walk.frontier.out_of_scope,
-            # Pages in hand are fetched again by a resumed walk: they count then.
-            "pages": walk.budget.pages - len(counted),
-            "bytes": walk.budget.bytes - sum(page.byte_count for page in counted),
-            "elapsed": round(walk.budget.elapsed(), 3),
-            "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
-        })
-        self._failures, self._skipped = len(failures), len(skipped)
-
-    def _consumers(self) -> dict[str, int]:
-        """What the consumers count across a resumed walk: grep's matches."""
-        grep = self.crawler.get_spider_middleware(GrepMiddleware)
-        return {MATCHES: grep.matches} if grep is not None else {}
-
-    def spider_closed(self) -> None:
-        self._write()
-        self._journal.close()
 
 
 class FileFeedStorage(ScrapyFileFeedStorage):
