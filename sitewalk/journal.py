@@ -30,6 +30,14 @@ class WalkJournal(WalkComponent):
     in flight, in hand or dropped), the failures and robots.txt refusals, the budget
     the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
     feeds back to those sizes, so an item of a page fetched again is never written twice.
+
+    The journal is opened and the feeds cut at ``spider_opened``, not when Scrapy builds the
+    extension: components built after it (the address guard, ``render``'s browser) may still
+    refuse their settings, and a walk refused must leave its JOBDIR and its feeds as they were.
+    ``spider_opened`` comes once every component is built and before any request; whatever order
+    its handlers run in, the feeds are still closed then: Scrapy's feed exporter opens a feed's
+    file at its first item (``item_scraped``), or at ``spider_closed`` for an empty feed
+    (``FeedSlot.start_exporting``), tested in ``tests/test_extension_journal.py``.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -39,17 +47,23 @@ class WalkJournal(WalkComponent):
             # Without a message: Scrapy logs NotConfigured's as a warning, on every walk without JOBDIR.
             raise NotConfigured
         walk = self.walk
+        self._path = path
         self._feeds = jobs.local_feeds(crawler.settings)
-        if walk.resumed:
-            jobs.cut_feeds(self._feeds, walk.resumed.feeds)
-        self._journal = jobs.Journal(path, walk.config, resume=bool(walk.resumed))
+        self._journal: jobs.Journal | None = None
         self._failures = len(walk.results.failures)
         self._skipped = len(walk.results.robots_skipped)
         # Popped, and pending at the last line: done once not.
         self._undone: list[str] = []
         self._due = False
         walk.gate.when_done(self._changed)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def spider_opened(self) -> None:
+        walk = self.walk
+        if walk.resumed:
+            jobs.cut_feeds(self._feeds, walk.resumed.feeds)
+        self._journal = jobs.Journal(self._path, walk.config, resume=bool(walk.resumed))
 
     def _changed(self, _: Ticket) -> None:
         # Written once the current callback is over: a failure is recorded after its request
@@ -60,7 +74,7 @@ class WalkJournal(WalkComponent):
 
     def _write(self) -> None:
         self._due = False
-        if self._journal.closed:
+        if self._journal is None or self._journal.closed:
             return
         walk = self.walk
         changes = walk.frontier.take_changes()
@@ -94,5 +108,7 @@ class WalkJournal(WalkComponent):
         return {MATCHES: grep.matches} if grep is not None else {}
 
     def spider_closed(self) -> None:
-        self._write()
-        self._journal.close()
+        # Without a journal when a component's open_spider failed: the walk never started.
+        if self._journal is not None:
+            self._write()
+            self._journal.close()

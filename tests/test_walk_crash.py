@@ -170,6 +170,49 @@ def test_a_jobdir_of_another_seed_is_refused_and_nothing_is_touched(make_site, t
     assert (tmp_path / "job" / "sitewalk.journal").read_bytes() == journal
 
 
+# A setting the address guard refuses as Scrapy builds it, after the walk's extensions are built.
+REFUSED = ("-s", "SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33")
+REFUSAL = ("sitewalk: error: -s SITEWALK_GUARD_ALLOW_NETWORKS=127.0.0.1/33: '127.0.0.1/33' is not an IP network "
+           "(use CIDRs such as 127.0.0.1/32,10.0.0.0/8)")
+
+
+def test_a_walk_a_component_refuses_leaves_no_journal_and_its_jobdir_free_for_another_walk(make_site, tmp_path):
+    site, other = make_site(SITE), make_site(SITE)
+    refused = run_cli(*walk_args(site, *REFUSED), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [REFUSAL]
+    assert site.requests() == []
+    assert not (tmp_path / "job" / "sitewalk.journal").exists()
+    assert not (tmp_path / "pages.jsonl").exists()
+    # The refused walk never started: the JOBDIR is not its, and a walk of another seed may use it.
+    walked = run_cli(*walk_args(other), cwd=tmp_path)
+    assert walked.returncode == 0, walked.stderr
+    assert "resuming" not in walked.stderr
+    assert feed_urls(tmp_path / "pages.jsonl") == [other(path) for path in ORDER]
+    assert site.requests() == []
+
+
+def test_a_resumed_walk_a_component_refuses_changes_neither_its_journal_nor_its_feed(make_site, tmp_path):
+    site = make_site(SITE)
+    assert run_cli(*walk_args(site, "-a", "max_pages=3"), cwd=tmp_path).returncode == 0
+    # What a walk killed as it wrote an item leaves: the resumed walk cuts it off, a refused one must not.
+    with (tmp_path / "pages.jsonl").open("ab") as file:
+        file.write(b'{"url": "' + site("/p2").encode())
+    feed = (tmp_path / "pages.jsonl").read_bytes()
+    journal = (tmp_path / "job" / "sitewalk.journal").read_bytes()
+    fetched = site.requests()
+    refused = run_cli(*walk_args(site, *REFUSED), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [REFUSAL]
+    assert site.requests() == fetched
+    assert (tmp_path / "pages.jsonl").read_bytes() == feed
+    assert (tmp_path / "job" / "sitewalk.journal").read_bytes() == journal
+    again = run_cli(*walk_args(site), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "resuming the walk in JOBDIR" in again.stderr
+    assert_whole_walk(site, tmp_path, refetched_at_most=0)
+
+
 @SLOW
 def test_without_jobdir_a_killed_walks_feed_holds_every_page_consumed_before_the_kill(make_site, tmp_path):
     site = make_site(SITE)
