@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI, Surface
-from sitewalk.jobs import local_feeds
+from sitewalk.jobs import journal_path, local_feeds
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -58,15 +58,20 @@ def _check_outputs(config: WalkConfig, settings: BaseSettings, surface: Surface 
             )
 
 
-def _check_save_dir(directory: str, surface: Surface) -> None:
-    """The pages are saved as they arrive: a directory that cannot be made or written fails now."""
+def _unwritable_directory(directory: str) -> str | None:
+    """What keeps files from being written in ``directory`` (made if missing), or None."""
     path = Path(directory)
     existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
-    problem = None
     if not existing.is_dir():
-        problem = f"is or is under a file ({str(existing)!r})"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = f"cannot be written by this process ({str(existing)!r})"
+        return f"is or is under a file ({str(existing)!r})"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot be written by this process ({str(existing)!r})"
+    return None
+
+
+def _check_save_dir(directory: str, surface: Surface) -> None:
+    """The pages are saved as they arrive: a directory that cannot be made or written fails now."""
+    problem = _unwritable_directory(directory)
     if problem is not None:
         raise SitewalkError(
             f"{surface.name('save_dir')} {directory!r} {problem}: give a directory to create or write to, "
@@ -74,11 +79,29 @@ def _check_save_dir(directory: str, surface: Surface) -> None:
         )
 
 
+def _check_jobdir(journal: Path, surface: Surface) -> None:
+    """The journal is written as the walk goes (Scrapy keeps its own state there too): a JOBDIR
+    that cannot be made or written, or a journal in it that cannot be appended to, fails now."""
+    directory = str(journal.parent)
+    problem = _unwritable_directory(directory)
+    if problem is None and journal.exists():
+        problem = _unwritable(journal)
+        problem = f"holds a journal that {problem}" if problem else None
+    if problem is not None:
+        raise SitewalkError(
+            f"{surface.setting('JOBDIR', directory)} {problem}: give a directory to create or write to, "
+            f"e.g. {surface.setting('JOBDIR', 'job')}"
+        )
+
+
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` writes, so that it fails before it starts: the report, the
-    feeds, the save directory. The walk's components check their own settings (the progress
+    feeds, the save directory, JOBDIR. The walk's components check their own settings (the progress
     interval, the guard's networks, the browser ``render`` runs) as Scrapy builds them
     (``from_crawler``), before any request too."""
     _check_outputs(config, settings, surface)
     if config.save_dir is not None:
         _check_save_dir(config.save_dir, surface)
+    journal = journal_path(settings)
+    if journal is not None:
+        _check_jobdir(journal, surface)

@@ -161,10 +161,14 @@ BAD_INPUT = [
     (["-a", "seed={seed}", "-s", "SITEWALK_PROGRESS_INTERVAL=abc"],
      "-s SITEWALK_PROGRESS_INTERVAL=abc is not a number of seconds "
      "(give e.g. -s SITEWALK_PROGRESS_INTERVAL=10; 0 = a progress line at each new depth only)"),
+    # Scrapy would make the directory and fail with a traceback.
+    (["-a", "seed={seed}", "-s", "JOBDIR=out.jsonl/job"],
+     "-s JOBDIR=out.jsonl/job is or is under a file ('out.jsonl'): give a directory to create or write to, "
+     "e.g. -s JOBDIR=job"),
 ]
 
 
-@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=["port", "space", "bracket", "report", "networks", "interval"])
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=["port", "space", "bracket", "report", "networks", "interval", "jobdir"])
 def test_bad_input_is_one_line_exit_2_and_costs_no_file(make_site, tmp_path, args, message):
     site = make_site(SITE)
     (tmp_path / "out.jsonl").write_text("a feed from an earlier walk\n")
