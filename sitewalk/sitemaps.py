@@ -17,7 +17,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from sitewalk.failures import Failed, describe
 from sitewalk.linkreport import http_reason
 from sitewalk.links import normalize
-from sitewalk.tickets import Dropped
+from sitewalk.tickets import TICKET, Dropped
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -149,8 +149,24 @@ class Sitemaps:
             return []
         return _normalised(locations)
 
+    def parsed(self, response: Response) -> None:
+        """The callback of a sitemap file (not a page: no item, not in max_pages, in max_bytes
+        after decompression): its URLs join the frontier at depth 1, in its order, at its turn."""
+        urls = self.read(response)
+
+        def admit() -> None:
+            if urls:
+                self._walk.admit_links(urls, 1, response.url)
+
+        self._walk.gate.request_over(response.meta[TICKET], admit)
+
     def failed(self, failure: Failure) -> None:
-        """A sitemap file could not be fetched: recorded (the budget's cut also stops the walk)."""
+        """The errback of a sitemap file: it could not be fetched."""
+        self._fetch_failed(failure)
+        self._walk.gate.request_over(failure.request.meta[TICKET])  # type: ignore[attr-defined]
+
+    def _fetch_failed(self, failure: Failure) -> None:
+        """Record why a sitemap file could not be fetched (the budget's cut also stops the walk)."""
         request: Request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         self._fetching = None
         if failure.check(Dropped):

@@ -130,6 +130,15 @@ class Walk:
             self.out_of_bytes(ticket)
         return over
 
+    def admit_links(self, links: list[str], depth: int, found_on: str) -> int:
+        """Links found on ``found_on`` (a page, a sitemap), at ``depth``: into the frontier within
+        max_depth, else held (JOBDIR keeps them for a resumed walk with a larger max_depth).
+        Returns how many were off the origin."""
+        if depth <= self.config.max_depth:
+            return self.frontier.admit(links, depth, found_on)
+        self.frontier.hold(links, depth, found_on)
+        return 0
+
     def out_of_bytes(self, ticket: Ticket) -> None:
         """max_bytes stopped the walk at ``ticket``'s request: the requests after it are dropped."""
         self.stop("max-bytes", left_unfetched=True)

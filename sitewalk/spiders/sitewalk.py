@@ -13,10 +13,8 @@ from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreac
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
 from sitewalk.linkcheck import LinkChecker
-from sitewalk.links import UTF8_CHARSETS
-from sitewalk.pagereader import ReaderPool
+from sitewalk.reading import PageReading
 from sitewalk.sitemaps import Sitemaps
-from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -63,18 +61,16 @@ class SitewalkSpider(Spider):
         self.walk = Walk(config, job=job, surface=surface)
         # The API's callback and whether it may stop the walk, for CallbackPipeline.
         self.on_page, self.on_page_stops = on_page, on_page_stops
-        self._reader = ReaderPool(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
-        self._holds_links = False
+        self._reading = PageReading(config, self.logger)
         self._sitemaps: Sitemaps | None = None
-        self._grep: GrepMiddleware | None = None  # set in start(): which pages' lines grep needs
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         # With JOBDIR the frontier's changes go to the journal, and the links of pages at
         # max_depth are read and kept there, for a resumed walk with a larger max_depth.
-        spider._holds_links = jobs.journal_path(crawler.settings) is not None
-        if spider._holds_links:
+        spider._reading.holds_links = jobs.journal_path(crawler.settings) is not None
+        if spider._reading.holds_links:
             spider.walk.frontier.keep_changes()
         state = jobs.replay(crawler.settings, spider.walk.config)
         if state is not None:
@@ -86,7 +82,7 @@ class SitewalkSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
-        self._grep = self.crawler.get_spider_middleware(GrepMiddleware)
+        self._reading.start(self.crawler)
         walk = self.walk
         frontier, gate = walk.frontier, walk.gate
         # The page that linked here, as a browser says: Scrapy's RefererMiddleware sees only the
@@ -113,7 +109,7 @@ class SitewalkSpider(Spider):
                     break
                 url = sitemaps.next_file()
                 ticket = gate.request_sent(url, page=False)
-                yield Request(url, callback=self.sitemap, errback=self.sitemap_failed,
+                yield Request(url, callback=sitemaps.parsed, errback=sitemaps.failed,
                               meta={"sitewalk_sitemap": True, TICKET: ticket})
                 continue
             await gate.ready(budget.seconds_left())
@@ -148,14 +144,8 @@ class SitewalkSpider(Spider):
                 self._sitemaps.start(walk.frontier.origin)
         # One page that cannot be read is that page's failure, not the walk's: it is counted,
         # its links are not followed, and it takes its turn like any other page.
-        failed: Failed | None = None
         try:
-            try:
-                links = await ticket.unless_dropped(self._read(response, page))
-            except Dropped:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any fault of the reading is the page's failure
-                links, failed = [], self._unreadable(page, exc)
+            links, failed = await self._reading.links(ticket, response, page)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
             over = walk.count(ticket, page)
@@ -164,12 +154,9 @@ class SitewalkSpider(Spider):
                 self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
             else:
                 links, failed = [], Failed("budget", over)
-            if page.depth < walk.config.max_depth:
-                offsite = walk.frontier.admit(links, page.depth + 1, response.url)
-                if offsite:
-                    self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
-            else:
-                walk.frontier.hold(links, page.depth + 1, response.url)
+            offsite = walk.admit_links(links, page.depth + 1, response.url)
+            if offsite:
+                self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
             gate.links_admitted(ticket)
             if ticket.counted:
                 walk.results.links.page_fetched(page, links, response.meta)
@@ -182,34 +169,6 @@ class SitewalkSpider(Spider):
             self._failed(response.request, page.url, failed)  # type: ignore[arg-type]
             return
         yield page
-
-    def _unreadable(self, page: Page, exc: Exception) -> Failed:
-        self.logger.warning("%s could not be read (%s: %s): a failure of kind read, its links not followed",
-                            page.final_url, type(exc).__name__, exc)
-        self.logger.debug("reading %s failed", page.final_url, exc_info=True)
-        return Failed("read", f"the page could not be read ({type(exc).__name__}: {exc}); its links are not followed")
-
-    async def _read(self, response: Response, page: Page) -> list[str]:
-        """Read the HTML of a 2xx page for its title, its links (within max_depth) and, for grep,
-        its visible lines; returns the links."""
-        if not page.is_html or not response.body:
-            return []
-        utf8 = page.encoding in UTF8_CHARSETS
-        markup = response.body if utf8 else response.text
-        successful = 200 <= page.status < 300
-        walk = self.walk
-        grep = self._grep
-        read, tree = await self._reader.read(
-            markup, response.url,
-            links=successful and (page.depth < walk.config.max_depth or self._holds_links or walk.config.links
-                                  or walk.config.link_report),
-            lines=successful and walk.config.consumer == "grep" and (grep is None or grep.needs_lines(page)),
-            content=successful, encoding=None if utf8 else page.encoding,
-        )
-        config = walk.config
-        content = (config.read_content or "", config.main_content, read.content) if read.content is not None else None
-        page.add_reading(read.title, read.lines, tree, read.links, content)
-        return read.links
 
     def errback(self, failure: Failure) -> None:
         walk = self.walk
@@ -251,28 +210,6 @@ class SitewalkSpider(Spider):
         if stopped is not None:
             raise CloseSpider(stopped)
 
-    def sitemap(self, response: Response) -> None:
-        """A sitemap file (not a page: no item, not in max_pages, in max_bytes after
-        decompression): its URLs join the frontier at depth 1, in its order."""
-        walk = self.walk
-        assert self._sitemaps is not None
-        urls = self._sitemaps.read(response)
-
-        def admit() -> None:
-            if not urls:
-                return
-            if walk.config.max_depth >= 1:
-                walk.frontier.admit(urls, 1, response.url)
-            else:
-                walk.frontier.hold(urls, 1, response.url)
-
-        walk.gate.request_over(response.meta[TICKET], admit)
-
-    def sitemap_failed(self, failure: Failure) -> None:
-        assert self._sitemaps is not None
-        self._sitemaps.failed(failure)
-        self.walk.gate.request_over(failure.request.meta[TICKET])  # type: ignore[attr-defined]
-
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
         if request.meta.get("sitewalk_depth") is None:
@@ -293,4 +230,4 @@ class SitewalkSpider(Spider):
         self.walk.page_failed(url, request.meta.get("sitewalk_found_on"), failed, self.crawler.stats)
 
     async def closed(self, reason: str) -> None:
-        await self._reader.close()
+        await self._reading.close()
