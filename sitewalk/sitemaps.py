@@ -28,16 +28,16 @@ if TYPE_CHECKING:
 
     from sitewalk.state import Walk
 
-__all__ = ["Sitemaps"]
+__all__ = ["SITEMAP_META", "Sitemaps"]
 
 logger = logging.getLogger(__name__)
 
 # The root elements of a sitemap and of a sitemap index.
 _KINDS = ("urlset", "sitemapindex")
-# Scrapy's HttpCompressionMiddleware logs a WARNING when a body grows past its size limit while
-# it is decompressed (Content-Encoding), then ignores the response: for a sitemap file the walk
-# says it in its own line (a filter while the file is fetched; Scrapy has no other way to silence it).
-_COMPRESSION_LOGGER = logging.getLogger("scrapy.downloadermiddlewares.httpcompression")
+# The meta key of a sitemap file's request. A file whose body grows past its size limit while it
+# is decompressed (Content-Encoding) is said in the walk's own line: Scrapy's warning is kept out
+# (sitewalk.downloadermiddlewares.budget), as for a page cut off by max_bytes.
+SITEMAP_META = "sitewalk_sitemap"
 
 
 class Sitemaps:
@@ -68,11 +68,7 @@ class Sitemaps:
         # The robots.txt fetched here for its Sitemap: lines (robots.txt not obeyed), if any.
         self._robots_url: str | None = None
         self._queued = 0
-        # The file being fetched (one at a time), while it is.
-        self._fetching: str | None = None
-        _COMPRESSION_LOGGER.addFilter(self._said_here)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
         """The robots.txt middleware read a host's robots.txt: keep its Sitemap: lines."""
@@ -95,15 +91,7 @@ class Sitemaps:
         return len(self._queue)
 
     def next_file(self) -> str:
-        self._fetching = self._queue.popleft()
-        return self._fetching
-
-    def spider_closed(self) -> None:
-        _COMPRESSION_LOGGER.removeFilter(self._said_here)
-
-    def _said_here(self, record: logging.LogRecord) -> bool:
-        """Whether a log line of Scrapy's is kept: not its warning that the file in flight grew too large."""
-        return self._fetching is None or f" {self._fetching}> because its body" not in record.getMessage()
+        return self._queue.popleft()
 
     def read(self, response: Response) -> list[str]:
         """The page URLs a sitemap file lists (normalised, in its order; the file is recorded as
@@ -111,7 +99,6 @@ class Sitemaps:
         from a file that is not read (recorded with why)."""
         budget = self._walk.budget
         body = response.body
-        self._fetching = None
         if response.url == self._robots_url:
             budget.spend(len(body))
             self._robots_url = None
@@ -168,7 +155,6 @@ class Sitemaps:
     def _fetch_failed(self, failure: Failure) -> None:
         """Record why a sitemap file could not be fetched (the budget's cut also stops the walk)."""
         request: Request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
-        self._fetching = None
         if failure.check(Dropped):
             return  # the walk let go of it when it stopped: the stop is the report's
         if request.url == self._robots_url:

@@ -9,6 +9,7 @@ from scrapy import signals
 
 from sitewalk.downloadermiddlewares.robots import ROBOTS_META
 from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
+from sitewalk.sitemaps import SITEMAP_META
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -43,7 +44,9 @@ class BudgetMiddleware(WalkComponent):
     warnings that the download, or its body as it is decompressed (Content-Encoding), exceeds
     its max size are kept out of the log for those requests (filters on the HTTP handler's and
     HttpCompressionMiddleware's loggers while the walk runs; Scrapy has no other way to silence
-    them). A page larger than DOWNLOAD_MAXSIZE keeps Scrapy's warnings.
+    them). A page larger than DOWNLOAD_MAXSIZE keeps Scrapy's warnings; a sitemap file whose
+    body grows past either limit as it is decompressed is said in the walk's line
+    (:mod:`sitewalk.sitemaps`) and keeps none.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -53,7 +56,7 @@ class BudgetMiddleware(WalkComponent):
         # How Scrapy's warning names each request whose size limit is the budget's, while it is downloaded.
         self._budget_bound: set[str] = set()
         # How HttpCompressionMiddleware's warning names each response whose size limit is the
-        # budget's, from its download until it is decompressed.
+        # budget's, or that is a sitemap file's, from its download until it is decompressed.
         self._budget_bound_responses: set[str] = set()
         _HANDLER_LOGGER.addFilter(self._not_budget_cut)
         _COMPRESSION_LOGGER.addFilter(self._not_budget_cut_decompressed)
@@ -75,7 +78,8 @@ class BudgetMiddleware(WalkComponent):
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")
-        if request.meta.get("sitewalk_budget_maxsize") and response.headers.get(b"Content-Encoding"):
+        said_here = request.meta.get("sitewalk_budget_maxsize") or request.meta.get(SITEMAP_META)
+        if said_here and response.headers.get(b"Content-Encoding"):
             self._budget_bound_responses.add(f"Ignored response {response} ")
         return response
 

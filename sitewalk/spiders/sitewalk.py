@@ -14,7 +14,7 @@ from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
 from sitewalk.linkcheck import LinkChecker
 from sitewalk.reading import PageReading
-from sitewalk.sitemaps import Sitemaps
+from sitewalk.sitemaps import SITEMAP_META, Sitemaps
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -110,7 +110,7 @@ class SitewalkSpider(Spider):
                 url = sitemaps.next_file()
                 ticket = gate.request_sent(url, page=False)
                 yield Request(url, callback=sitemaps.parsed, errback=sitemaps.failed,
-                              meta={"sitewalk_sitemap": True, TICKET: ticket})
+                              meta={SITEMAP_META: True, TICKET: ticket})
                 continue
             await gate.ready(budget.seconds_left())
             reason = walk.reason_to_stop()
