@@ -178,8 +178,9 @@ class LinkChecker(WalkComponent):
             self._workers[host] = asyncio.ensure_future(self._work(queue))
 
     async def _work(self, queue: deque[str]) -> None:
-        """Check the URLs of one host (and port), one request at a time, ``delay`` apart (on the
-        walk's origin, its Crawl-delay too, besides the walk's own pace)."""
+        """Check the URLs of one host (and port), one request at a time: on another origin
+        ``delay`` apart, on this host's own clock; on the walk's origin at the walk's own pace
+        (:meth:`sitewalk.gate.Gate.start`, Crawl-delay included), as its pages."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
         loop = asyncio.get_running_loop()
@@ -191,8 +192,7 @@ class LinkChecker(WalkComponent):
             for method in ("HEAD", "GET"):
                 if self._over():
                     break
-                delay = self._delay if other else max(self._delay, self.walk.gate.delay)
-                while (wait := started + delay - loop.time()) > 0:
+                while other and (wait := started + self._delay - loop.time()) > 0:
                     await asyncio.sleep(wait)
                 async with self._slots:
                     started = loop.time()
