@@ -80,6 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
     Reading cached bytecode is allowed there; only writing it is not, so it is written here.
     """
     sys.dont_write_bytecode = False
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller compiled them before it started the workers
     for folder in (ROOT / "sitewalk", HERE):
         compileall.compile_dir(folder, quiet=1)
 
