@@ -40,15 +40,17 @@ __all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkReport"]
 
 
 class WalkBudget(WalkComponent):
-    """The budget's clock and the walk's pace.
+    """The ledger's clock and statistics, and the walk's pace.
 
     The deadline counts from ``spider_opened``. A robots.txt ``Crawl-delay`` for
-    ``ROBOTSTXT_USER_AGENT`` (``robots_parsed``) lengthens the delay between requests, never
+    ``ROBOTSTXT_USER_AGENT`` (``robots_parsed``) lengthens the delay between the walk's requests
+    from the seed on (not robots.txt itself: :meth:`sitewalk.gate.Gate.slow_down`), never
     shortens it. A progress line goes to the log at each new depth and every
     ``SITEWALK_PROGRESS_INTERVAL`` seconds (default 10; 0 = only at each new depth; on a terminal
     one line in place instead, :class:`sitewalk.progress.TerminalProgress`).
 
-    Stats: ``sitewalk/budget/pages``, ``sitewalk/budget/bytes`` (counted by the spider).
+    Stats, from the ledger's events: ``sitewalk/budget/pages`` (pages settled),
+    ``sitewalk/budget/bytes`` (bytes charged, every kind of request).
 
     While the walk runs, a Twisted timer fires every second and does nothing else. Each page
     leaves two cancelled Twisted timers behind (Scrapy's download timeout and the connection
@@ -59,10 +61,11 @@ class WalkBudget(WalkComponent):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self._budget = self.walk.budget
+        self._ledger = self.walk.ledger
+        self._ledger.listen(self._ledger_event)
         self._user_agent: str = crawler.settings.get("ROBOTSTXT_USER_AGENT") or "sitewalk"
         self._interval = progress_interval(crawler.settings, self.walk.surface)
-        self._progress = create_looping_call(self._budget.log_progress)
+        self._progress = create_looping_call(self._ledger.log_progress)
         self._tick = LoopingCall(_nothing)
         self._deadline: CallLaterResult | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -70,14 +73,19 @@ class WalkBudget(WalkComponent):
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
     def spider_opened(self) -> None:
-        self._budget.start_clock()
+        self._ledger.start_clock()
         # The deadline stops the walk when it comes, whatever the walk is waiting for.
-        self._deadline = call_later(max(self._budget.seconds_left(), 0), self._deadline_reached)
+        self._deadline = call_later(max(self._ledger.seconds_left(), 0), self._deadline_reached)
         self._tick.start(1.0, now=False)
         if self._interval > 0 and terminal_handler(self.crawler.settings) is None:
             self._progress.start(self._interval, now=False)
 
+    def _ledger_event(self, event: str, _: object) -> None:
+        if event == "settle":
+            self.crawler.stats.inc_value("sitewalk/budget/pages")
+
     def spider_closed(self) -> None:
+        self.crawler.stats.set_value("sitewalk/budget/bytes", self._ledger.bytes)
         if self._deadline is not None:
             self._deadline.cancel()
         for looping in (self._progress, self._tick):
@@ -90,7 +98,7 @@ class WalkBudget(WalkComponent):
     def robots_parsed(self, robotparser: RobotParser) -> None:
         delay = robotparser.crawl_delay(self._user_agent)
         if delay and self.walk.gate.slow_down(delay):
-            logger.info("robots.txt Crawl-delay %gs is longer than the walk's delay: using it", delay)
+            logger.info("robots.txt Crawl-delay %gs is longer than the walk's delay: using it between its requests", delay)
 
 
 def _error(seed_error: tuple[str, Failed] | None) -> dict[str, str] | None:
@@ -125,18 +133,18 @@ class WalkReport(WalkComponent):
         stopped = {"finished": None, "shutdown": "interrupted"}.get(reason, reason)
         if stopped:
             self.crawler.stats.inc_value(f"sitewalk/budget/stopped/{stopped}")
-        elapsed = walk.budget.elapsed()
+        elapsed = walk.ledger.elapsed()
         self.report = report = Report(
             seed=walk.config.seed,
             origin=walk.frontier.origin,
-            fetched=walk.budget.pages,
+            fetched=walk.ledger.pages,
             stopped=stopped,
             error=_error(walk.results.seed_error),
             failures=[failure.record() for failure in walk.results.failures],
             robots_skipped=list(walk.results.robots_skipped),
             # Pages a halt kept from the consumers first: they were next in the walk's order.
             unvisited=walk.gate.dropped() + walk.frontier.unvisited() if stopped else [],
-            bytes=walk.budget.bytes,
+            bytes=walk.ledger.bytes,
             elapsed_s=round(elapsed, 3),
             out_of_scope=walk.frontier.out_of_scope,
             sitemaps=list(walk.results.sitemaps),

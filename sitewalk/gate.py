@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
+from sitewalk.clock import LoopClock
+from sitewalk.kinds import RULES, Pace, kind_of
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from scrapy.http import Response
 
+    from sitewalk.clock import Clock
     from sitewalk.items import Page
 
     # Asked with the pages in hand, in request order: could the consumer stop on one of them?
@@ -31,10 +32,15 @@ class Gate:
 
     A request goes when fewer than ``concurrency`` are in flight (their page not arrived, or their
     failure not known), when at most :data:`AHEAD` pages are in hand (downloaded, not yet
-    consumed), and at least ``delay`` seconds after the previous request started (robots.txt's
-    Crawl-delay can lengthen it, never shorten it) and after a pause (:meth:`pause`: a 429 or
-    503). Every request to the site, robots.txt and a page asked again included, waits for the
-    pace and the pause once more where it goes to the network (:meth:`may_start`). With one request at a time, each consumer
+    consumed), and after the pace and a pause (:meth:`pause`: a 429 or 503). The pace is by
+    request kind (:data:`sitewalk.kinds.RULES`): every request starts at least ``delay`` seconds
+    after the previous one started; a request of the walk (a page, a sitemap, a link check on
+    the origin, a browser's request) also ``crawl_delay`` seconds (robots.txt's Crawl-delay,
+    :meth:`slow_down`) after the previous such request — robots.txt is the walk's set-up, and
+    Crawl-delay can slow the walk's requests, never speed them up. Every request to the site,
+    robots.txt and a page asked again included, waits for the pace and the pause once more where
+    it goes to the network (:meth:`start`). Time is the walk's one clock (``clock``,
+    :class:`sitewalk.clock.LoopClock` unless a test gives another). With one request at a time, each consumer
     registered with :meth:`add_check` is also asked about the pages in hand whenever one arrives,
     is read or is consumed, and no request goes while one could stop the walk; with several in
     flight, a consumer's stop drops the requests after the page it stopped on instead
@@ -46,8 +52,11 @@ class Gate:
     listed by :meth:`dropped`, in request order, for the report's ``unvisited``.
     """
 
-    def __init__(self, delay: float, concurrency: int = 1, ahead: int = AHEAD) -> None:
+    def __init__(self, delay: float, concurrency: int = 1, ahead: int = AHEAD, clock: Clock | None = None) -> None:
         self.delay = delay
+        # robots.txt's Crawl-delay: the least spacing of the walk's own requests (not its set-up).
+        self.crawl_delay = 0.0
+        self._clock: Clock = clock or LoopClock()
         self.concurrency = concurrency
         self._ahead = ahead
         self._checks: list[StopCheck] = []
@@ -59,7 +68,9 @@ class Gate:
         # The number of the last ticket done (tickets are done in request order).
         self._last_done = 0
         self._dropped: list[Ticket] = []
-        self._last_start: float | None = None
+        # When the previous request started, and the previous one that was not the walk's set-up.
+        self._last_start = float("-inf")
+        self._last_walk_start = float("-inf")
         # A pause for the whole walk (a 429 or 503): no request starts before _paused_until.
         self._paused_until = 0.0
         self._pause_started = float("-inf")
@@ -75,11 +86,12 @@ class Gate:
         """Call ``listener`` with each ticket when it is done, in request order."""
         self._done_listeners.append(listener)
 
-    def slow_down(self, delay: float) -> bool:
-        """Use ``delay`` between requests if it is longer than the current one; True if it is."""
-        if delay <= self.delay:
+    def slow_down(self, crawl_delay: float) -> bool:
+        """Space the walk's requests (not its set-up) by ``crawl_delay`` (robots.txt's Crawl-delay)
+        if it is longer than the delay they have; True if it is."""
+        if crawl_delay <= max(self.delay, self.crawl_delay):
             return False
-        self.delay = delay
+        self.crawl_delay = crawl_delay
         return True
 
     # -- what the walk knows of its requests
@@ -118,9 +130,13 @@ class Gate:
         self._in_flight += 1
         return ticket
 
-    def request_started(self) -> float:
-        """A request goes to the network now: the pace counts from here. Returns the time."""
-        self._last_start = now = time.monotonic()
+    def request_started(self, pace: Pace = Pace.WALK) -> float:
+        """A request of ``pace`` goes to the network now: the pace counts from here. Returns the time."""
+        now = self._clock.now()
+        if pace is not Pace.HOST:
+            self._last_start = now
+        if pace is Pace.WALK:
+            self._last_walk_start = now
         return now
 
     def pause(self, seconds: float, request_started: float) -> bool:
@@ -130,31 +146,32 @@ class Gate:
         none. Returns whether a pause started."""
         if request_started < self._pause_started:
             return False
-        now = time.monotonic()
+        now = self._clock.now()
         self._pause_started = now
         self._paused_until = max(self._paused_until, now + seconds)
         self._changed.set()
         return True
 
-    async def may_start(self) -> None:
-        """Wait until a request may go to the network: after the pause, if one is on, and at
-        least ``delay`` seconds after the previous request started (or until a stop)."""
+    async def may_start(self, pace: Pace = Pace.WALK) -> None:
+        """Wait until a request of ``pace`` may go to the network: after the pause, if one is on,
+        and its pace after the previous starts (or until a stop)."""
+        if pace is Pace.HOST:
+            return
         while not self._stopping:
-            wait = self._start_at() - time.monotonic()
+            wait = self._start_at(pace) - self._clock.now()
             if wait <= 0:
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), wait)
+            await self._clock.wait(self._stopped, wait)
 
-    async def start(self, meta: dict[str, Any], *, paced: bool = True) -> None:
-        """A request with ``meta`` goes to the network: after the pace (:meth:`may_start`) unless
-        not ``paced``; a page request a stop came upon meanwhile is dropped (:class:`Dropped`).
-        Meta ``sitewalk_started`` is when it started."""
-        if paced:
-            await self.may_start()
+    async def start(self, meta: dict[str, Any]) -> None:
+        """A request with ``meta`` goes to the network: after its kind's pace (:meth:`may_start`);
+        a page request a stop came upon meanwhile is dropped (:class:`Dropped`). Meta
+        ``sitewalk_started`` is when it started."""
+        pace = RULES[kind_of(meta)].pace
+        await self.may_start(pace)
         if self._stopping and isinstance(meta.get(TICKET), Ticket):
             raise Dropped
-        meta["sitewalk_started"] = self.request_started() if paced else time.monotonic()
+        meta["sitewalk_started"] = self.request_started(pace)
 
     def request_over(self, ticket: Ticket, at_turn: Callable[[], None] | None = None) -> None:
         """``ticket``'s request ended without a page (it failed, was dropped by the dupefilter,
@@ -272,15 +289,16 @@ class Gate:
         next request go, then for the pace and a pause (never longer than ``seconds_left``)."""
         await self._until(self._may_go)
         if not self._stopping:
-            wait = min(self._start_at() - time.monotonic(), seconds_left)
-            if wait > 0:
-                # A stop ends the pace's wait too.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopped.wait(), wait)
+            # A stop ends the pace's wait too.
+            await self._clock.wait(self._stopped, min(self._start_at(Pace.WALK) - self._clock.now(), seconds_left))
 
-    def _start_at(self) -> float:
-        """When the next request may start: ``delay`` after the previous start, and after a pause."""
-        return max(self._paused_until, (self._last_start or float("-inf")) + self.delay)
+    def _start_at(self, pace: Pace) -> float:
+        """When the next request of ``pace`` may start: after a pause, ``delay`` after the
+        previous start and, for the walk's own requests, ``crawl_delay`` after the previous one."""
+        start_at = max(self._paused_until, self._last_start + self.delay)
+        if pace is Pace.WALK:
+            start_at = max(start_at, self._last_walk_start + self.crawl_delay)
+        return start_at
 
     def _may_go(self) -> bool:
         in_hand = self.in_hand()

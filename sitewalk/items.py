@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from sitewalk.hints import CLI
+from sitewalk.kinds import WIRE_BYTES
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -113,7 +114,7 @@ def page_of(response: Response) -> Page:
         url=response.meta.get("redirect_urls", [response.url])[0],
         final_url=response.url,
         status=response.status,
-        byte_count=response.meta.get(FETCHED_BYTES, len(response.body)),
+        byte_count=response.meta.get(FETCHED_BYTES) or response.meta.get(WIRE_BYTES, len(response.body)),
         depth=response.meta["sitewalk_depth"],
         content_type=media_type(response),
         title=None,

@@ -24,11 +24,12 @@ class WalkJournal(WalkComponent):
     """With JOBDIR, keeps the walk's journal (:class:`sitewalk.jobs.Journal`) as it goes, so the
     same command resumes a walk that was stopped, killed or cut off by a power cut.
 
-    A line is written each time a request is done (:class:`sitewalk.tickets.Ticket`: it ended
-    without a page, or its page has gone through the consumers, its items in the feeds by then):
-    what the frontier learnt, the pages done (popped, and not among the gate's pending requests:
-    in flight, in hand or dropped), the failures and robots.txt refusals, the budget
-    the pages done spent, the consumers' counts and the size of each local feed. A resumed walk first cuts its
+    A line is written at each event of the walk's ledger (:meth:`sitewalk.ledger.Ledger.listen`:
+    a request settled — its page has gone through the consumers, its items in the feeds by then —
+    or released — it ended without a page): what the frontier learnt, the pages done (popped, and
+    not among the gate's pending requests: in flight, in hand or dropped), the failures and
+    robots.txt refusals, what the ledger says was spent (pages settled, bytes less those of pages
+    still held, time), the consumers' counts and the size of each local feed. A resumed walk first cuts its
     feeds back to those sizes, so an item of a page fetched again is never written twice.
 
     The journal is opened and the feeds cut at ``spider_opened``, not when Scrapy builds the
@@ -55,7 +56,7 @@ class WalkJournal(WalkComponent):
         # Popped, and pending at the last line: done once not.
         self._undone: list[str] = []
         self._due = False
-        walk.gate.when_done(self._changed)
+        walk.ledger.listen(self._changed)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -65,7 +66,7 @@ class WalkJournal(WalkComponent):
             jobs.cut_feeds(self._feeds, walk.resumed.feeds)
         self._journal = jobs.Journal(self._path, walk.config, resume=bool(walk.resumed))
 
-    def _changed(self, _: Ticket) -> None:
+    def _changed(self, _event: str, _ticket: Ticket) -> None:
         # Written once the current callback is over: a failure is recorded after its request
         # ends, and every feed has written a page's last item when the page is consumed.
         if not self._due:
@@ -80,7 +81,6 @@ class WalkJournal(WalkComponent):
         changes = walk.frontier.take_changes()
         # Requests sent and not done, and those the walk dropped: a resumed walk sends them again.
         pending = set(walk.gate.pending())
-        counted = [ticket.page for ticket in walk.gate.in_hand() if ticket.counted and ticket.page is not None]
         popped = self._undone + changes.popped
         self._undone = [url for url in popped if url in pending]
         failures, skipped = walk.results.failures, walk.results.robots_skipped
@@ -94,10 +94,10 @@ class WalkJournal(WalkComponent):
             "robots_skipped": skipped[self._skipped:],
             "consumers": self._consumers(),
             "out_of_scope": walk.frontier.out_of_scope,
-            # Pages in hand are fetched again by a resumed walk: they count then.
-            "pages": walk.budget.pages - len(counted),
-            "bytes": walk.budget.bytes - sum(page.byte_count for page in counted),
-            "elapsed": round(walk.budget.elapsed(), 3),
+            # Pages still held (in flight, in hand) are fetched again by a resumed walk: they count then.
+            "pages": walk.ledger.pages,
+            "bytes": walk.ledger.settled_bytes(),
+            "elapsed": round(walk.ledger.elapsed(), 3),
             "feeds": {uri: path.stat().st_size for uri, path in self._feeds.items() if path.exists()},
         })
         self._failures, self._skipped = len(failures), len(skipped)

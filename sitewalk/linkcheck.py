@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 
 from sitewalk.failures import describe
 from sitewalk.items import Page
+from sitewalk.kinds import KIND, Kind, kind_of
 from sitewalk.linkreport import BROKEN_KINDS, Verdict, http_reason
 from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.state import WalkComponent
@@ -27,14 +28,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["CHECK_META", "IN_FLIGHT", "OTHER_ORIGIN", "LinkChecker", "Targets", "fragment_found", "read_targets"]
+__all__ = ["IN_FLIGHT", "LinkChecker", "Targets", "fragment_found", "read_targets"]
 
 logger = logging.getLogger(__name__)
 
-# Meta key of a check request: OTHER_ORIGIN for a URL on another origin (paced here, by host),
-# else True (a resource on the walk's origin: paced with its pages, and robots.txt obeyed).
-CHECK_META = "sitewalk_check"
-OTHER_ORIGIN = "other-origin"
 # The most checks in flight at once, over all hosts (one at a time per host).
 IN_FLIGHT = 8
 # Answers to HEAD that mean "ask with GET".
@@ -116,7 +113,7 @@ class LinkChecker(WalkComponent):
 
     At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
     a halt (the deadline, an interruption) left, are :attr:`unchecked`. The spider awaits
-    :meth:`finished` before the walk ends. Meta: :data:`CHECK_META`. Stats:
+    :meth:`finished` before the walk ends. Kinds: :attr:`sitewalk.kinds.Kind.CHECK` and ``CHECK_OTHER``. Stats:
     ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
     walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
     """
@@ -206,18 +203,19 @@ class LinkChecker(WalkComponent):
     async def _ask(self, url: str, method: str, other: bool) -> Verdict | None:
         """One request for ``url``; its verdict, or None when the walk's budget cut it off, or
         robots.txt disallows it (not checked)."""
-        meta: dict[str, Any] = {CHECK_META: True, "dont_redirect": True, "handle_httpstatus_all": True}
+        # A check on the walk's origin is paced with its pages and obeys robots.txt (sitewalk.kinds).
+        meta: dict[str, Any] = {KIND: Kind.CHECK, "dont_redirect": True, "handle_httpstatus_all": True}
         if other:
             # Scrapy's own keys: no robots.txt of the other site (one request per link), and a
             # downloader slot per host and port (Scrapy's are per host name: a site on another port
             # of the walk's host would wait behind its pages).
-            meta.update({CHECK_META: OTHER_ORIGIN, "dont_obey_robotstxt": True, "download_slot": ada_url.URL(url).host})
+            meta.update({KIND: Kind.CHECK_OTHER, "dont_obey_robotstxt": True, "download_slot": ada_url.URL(url).host})
         request = Request(url, method=method, callback=NO_CALLBACK, meta=meta)
         try:
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - any failure to fetch it is the link's verdict
             failure = Failure(exc)
-            if self.walk.budget.cut_off(failure, request) is not None:
+            if self.walk.ledger.cut_off(failure, request) is not None:
                 return None
             failed = describe(failure, request)
             # A failure that says nothing of the link (robots.txt, DOWNLOAD_MAXSIZE): not checked.
@@ -233,11 +231,11 @@ class LinkChecker(WalkComponent):
 
     def _over(self) -> bool:
         """Whether the walk halted or its deadline passed: no check starts any more."""
-        return self.walk.halting or self.walk.budget.seconds_left() <= 0
+        return self.walk.halting or self.walk.ledger.seconds_left() <= 0
 
     def headers_received(self, request: Request) -> None:
         """A GET that checks a link needs the status only: its body is not downloaded."""
-        if request.meta.get(CHECK_META) and request.method == "GET":
+        if kind_of(request.meta) in (Kind.CHECK, Kind.CHECK_OTHER) and request.method == "GET":
             raise StopDownload(fail=False)
 
     async def finished(self) -> None:

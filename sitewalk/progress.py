@@ -66,7 +66,7 @@ def _is_terminal(stream: object) -> bool:
 
 class TerminalProgress(WalkComponent):
     """When the log shows on a terminal (:func:`terminal_handler`), the progress line
-    (:meth:`sitewalk.budget.Budget.progress`: pages, depth, bytes, time, rate, time left) is
+    (:meth:`sitewalk.ledger.Budget.progress`: pages, depth, bytes, time, rate, time left) is
     drawn on the terminal's last line and updated in place every second, instead of a new line
     every ``SITEWALK_PROGRESS_INTERVAL`` seconds; a log record erases it first, so the log reads
     as elsewhere (the lines at each new depth included), and it is erased when the walk ends.
@@ -105,7 +105,7 @@ class TerminalProgress(WalkComponent):
             width = 0
         width = width or shutil.get_terminal_size().columns
         # One character short of the width: a full line would wrap on some terminals.
-        self._write(_ERASE + self.walk.budget.progress()[: max(width - 1, 1)])
+        self._write(_ERASE + self.walk.ledger.progress()[: max(width - 1, 1)])
         self._shown = True
 
     def _erase_for(self, record: logging.LogRecord) -> bool:

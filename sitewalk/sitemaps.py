@@ -15,6 +15,7 @@ from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from sitewalk.failures import Failed, describe
+from sitewalk.ledger import BytesSpent
 from sitewalk.linkreport import http_reason
 from sitewalk.links import normalize
 from sitewalk.tickets import TICKET, Dropped
@@ -28,16 +29,12 @@ if TYPE_CHECKING:
 
     from sitewalk.state import Walk
 
-__all__ = ["SITEMAP_META", "Sitemaps"]
+__all__ = ["Sitemaps"]
 
 logger = logging.getLogger(__name__)
 
 # The root elements of a sitemap and of a sitemap index.
 _KINDS = ("urlset", "sitemapindex")
-# The meta key of a sitemap file's request. A file whose body grows past its size limit while it
-# is decompressed (Content-Encoding) is said in the walk's own line: Scrapy's warning is kept out
-# (sitewalk.downloadermiddlewares.budget), as for a page cut off by max_bytes.
-SITEMAP_META = "sitewalk_sitemap"
 
 
 class Sitemaps:
@@ -49,10 +46,13 @@ class Sitemaps:
     lists; gzip'd files are unpacked. Only files on the walk's origin are read, at most
     ``SITEWALK_SITEMAP_MAX_FILES`` of them. Their ``<loc>`` URLs are for the frontier, at depth 1.
 
-    A file's bytes count in max_bytes as a page's do, after decompression: a gzip'd file is
-    unpacked only up to its request's ``download_maxsize`` (what is left of max_bytes, at most
+    A file's bytes count in max_bytes as a page's do, as they arrive (its requests are of kind
+    :attr:`sitewalk.kinds.Kind.SITEMAP`); a gzip'd file is unpacked only up to its request's
+    ``download_maxsize`` (what was left of max_bytes when it started, at most
     ``DOWNLOAD_MAXSIZE``), and Scrapy's warning past ``DOWNLOAD_WARNSIZE`` applies. A file that
-    max_bytes cuts off stops the walk (``max-bytes``), as a page does. A file fetched and not
+    max_bytes cuts off stops the walk (``max-bytes``), as a page does. A file whose body grows
+    past its size limit while it is decompressed (Content-Encoding) is said in the walk's own
+    line: Scrapy's warning is kept out (:mod:`sitewalk.downloadermiddlewares.budget`). A file fetched and not
     read — cut off, an HTTP error status, not gzip or not a sitemap — is in the report's
     ``sitemaps_not_read`` (url, kind, reason; the kinds of :mod:`sitewalk.failures`, ``http``
     for a status) and said in one log line.
@@ -95,18 +95,15 @@ class Sitemaps:
 
     def read(self, response: Response) -> list[str]:
         """The page URLs a sitemap file lists (normalised, in its order; the file is recorded as
-        read, its bytes spent); none from robots.txt or an index (their sitemaps are queued), nor
-        from a file that is not read (recorded with why)."""
-        budget = self._walk.budget
+        read); none from robots.txt or an index (their sitemaps are queued), nor from a file that
+        is not read (recorded with why)."""
         body = response.body
         if response.url == self._robots_url:
-            budget.spend(len(body))
             self._robots_url = None
             found = list(sitemap_urls_from_robots(body, base_url=response.url)) if response.status == 200 else []
             self._add(found or [f"{self._origin}/sitemap.xml"])
             return []
         if not 200 <= response.status < 300:
-            budget.spend(len(body))
             return self._not_read(response.url, Failed("http", f"it answered {http_reason(response.status)}"))
         if gzip_magic_number(response):
             try:
@@ -114,14 +111,12 @@ class Sitemaps:
             except _DecompressionMaxSizeExceeded:
                 return self._too_large(response.url, response.meta)
             except Exception as exc:  # noqa: BLE001 - any fault of unpacking is the file's: it is not read
-                budget.spend(len(body))
                 return self._not_read(response.url, Failed("read", f"not a whole gzip file ({type(exc).__name__}: {exc})"))
             warn_size = response.meta.get("download_warnsize", self._warn_size)
             if len(response.body) < warn_size <= len(body):
                 # As Scrapy's SitemapSpider warns.
                 logger.warning("%s body size after decompression (%d B) is larger than the download warning size (%d B).",
                                response, len(body), warn_size)
-        budget.spend(len(body))
         try:
             sitemap = Sitemap(body)
             kind = sitemap.type
@@ -138,7 +133,7 @@ class Sitemaps:
 
     def parsed(self, response: Response) -> None:
         """The callback of a sitemap file (not a page: no item, not in max_pages, in max_bytes
-        after decompression): its URLs join the frontier at depth 1, in its order, at its turn."""
+        as it arrived): its URLs join the frontier at depth 1, in its order, at its turn."""
         urls = self.read(response)
 
         def admit() -> None:
@@ -161,10 +156,10 @@ class Sitemaps:
             self._robots_url = None
             logger.info("sitemap %s not read: %s", request.url, describe(failure, request).reason)
             return
-        cut = self._walk.budget.cut_off(failure, request)
+        cut = self._walk.ledger.cut_off(failure, request)
         if cut is None:
             self._not_read(request.url, describe(failure, request))
-        elif cut[0] == "max-bytes":
+        elif cut[0] == "max-bytes" and not failure.check(BytesSpent):
             self._too_large(request.url, request.meta)
         else:
             self._not_read(request.url, Failed("budget", cut[1]), stop=cut[0])
@@ -175,7 +170,7 @@ class Sitemaps:
         size = meta["download_maxsize"]
         if not meta.get("sitewalk_budget_maxsize"):
             return self._not_read(url, Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={size})"))
-        cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.budget.max_bytes}, {size} left for this file)")
+        cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.ledger.max_bytes}, {size} left for this file)")
         return self._not_read(url, cut, stop="max-bytes")
 
     def _not_read(self, url: str, failed: Failed, stop: str | None = None) -> list[str]:

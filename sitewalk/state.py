@@ -10,11 +10,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from sitewalk import patterns
-from sitewalk.budget import Budget
+from sitewalk.clock import LoopClock
 from sitewalk.failures import PageFailure
 from sitewalk.frontier import Frontier, Scope
 from sitewalk.gate import Gate
 from sitewalk.hints import CLI
+from sitewalk.ledger import Ledger
 from sitewalk.linkreport import LinkBook
 
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
     from scrapy.utils.asyncio import CallLaterResult
 
+    from sitewalk.clock import Clock
     from sitewalk.config import WalkConfig
     from sitewalk.failures import Failed
     from sitewalk.hints import Surface
-    from sitewalk.items import Page
     from sitewalk.jobs import JobState
     from sitewalk.tickets import Ticket
 
@@ -64,7 +65,7 @@ class Results:
 
 
 class Walk:
-    """Everything one walk's components share: its config, frontier, budget, gate and results.
+    """Everything one walk's components share: its config, frontier, ledger, gate and results.
 
     The spider builds it; components take it with :meth:`of` in ``from_crawler``. A stop is asked
     for with :meth:`stop` and decided by the spider at its next turn (:meth:`stopped`): a limit or
@@ -77,6 +78,7 @@ class Walk:
         *,
         job: str | None = None,
         surface: Surface = CLI,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         # How the walk's messages spell what to change: as its front end takes it (sitewalk.hints).
@@ -88,8 +90,10 @@ class Walk:
             exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
             no_parent=config.no_parent,
         ))
-        self.budget = Budget(config, queued=self.frontier.__len__)
-        self.gate = Gate(config.delay, config.concurrency)
+        # One clock for the walk: the gate's pace and pauses, the ledger's deadline.
+        clock = clock or LoopClock()
+        self.ledger = Ledger(config, clock, queued=self.frontier.__len__, refused=self._bytes_spent)
+        self.gate = Gate(config.delay, config.concurrency, clock=clock)
         self.gate.when_done(self._request_done)
         self.results = Results()
         # The journal's state this walk goes on from (JOBDIR), else None.
@@ -118,18 +122,6 @@ class Walk:
         if reason in HALTS and self._halting is None:
             self._halting = call_later(HALT_GRACE, self.gate.halt)
 
-    def count(self, ticket: Ticket, page: Page) -> str | None:
-        """Count ``ticket``'s page in the budget at its turn to admit (request order: which page
-        max_bytes cuts does not depend on which response arrived first). None when it fits; else
-        why it does not, and max_bytes has stopped the walk there (:meth:`out_of_bytes`)."""
-        over = self.budget.count(page.byte_count, page.depth)
-        ticket.holds_page = False
-        if over is None:
-            ticket.counted = True
-        else:
-            self.out_of_bytes(ticket)
-        return over
-
     def admit_links(self, links: list[str], depth: int, found_on: str) -> int:
         """Links found on ``found_on`` (a page, a sitemap), at ``depth``: into the frontier within
         max_depth, else held (JOBDIR keeps them for a resumed walk with a larger max_depth).
@@ -144,13 +136,18 @@ class Walk:
         self.stop("max-bytes", left_unfetched=True)
         self.gate.cut(after=ticket.number)
 
+    def _bytes_spent(self) -> None:
+        """max_bytes refused a download: no request starts from now (which requests after it are
+        dropped is decided when its failure takes its turn, :meth:`out_of_bytes`)."""
+        self.stop("max-bytes", left_unfetched=True)
+
     @property
     def halting(self) -> bool:
         """Whether a halt (:data:`HALTS`: the deadline, an interruption) was asked for."""
         return self._halting is not None
 
     def reason_to_stop(self) -> str | None:
-        return self._stop or self.budget.exhausted()
+        return self._stop or self.ledger.exhausted()
 
     def stopped(self, reason: str | None) -> str | None:
         """What the report calls the end of the walk: ``reason`` if it left known pages unfetched."""
@@ -159,12 +156,12 @@ class Walk:
         return self._stop if self._stop_always else None
 
     def _request_done(self, ticket: Ticket) -> None:
-        """A request is done: its hold on max_pages ends, and a page the walk dropped after it
-        counted is not fetched after all."""
-        if ticket.holds_page:
-            self.budget.release()
-        elif ticket.counted and ticket.dropped.done() and ticket.page is not None:
-            self.budget.give_back(ticket.page.byte_count)
+        """A request is done, in request order: a page that went through the consumers is
+        settled in the ledger; any other end (a failure, a cut, a drop, a sitemap file) releases it."""
+        if ticket.page_request and ticket.page is not None and not ticket.dropped.done():
+            self.ledger.settle(ticket, ticket.page.depth)
+        else:
+            self.ledger.release(ticket)
 
     def page_failed(self, url: str, found_on: str | None, failed: Failed, stats: StatsCollector) -> None:
         """Record that the page ``url`` (found on ``found_on``) failed, and count it in ``stats``."""
@@ -181,7 +178,7 @@ class Walk:
                 self.frontier.admit(links, depth, found_on)
         self.results.failures.extend(PageFailure.from_record(record) for record in state.failures)
         self.results.robots_skipped.extend(state.robots_skipped)
-        self.budget.resume(state.pages, state.bytes, state.elapsed)
+        self.ledger.resume(state.pages, state.bytes, state.elapsed)
         self.resumed = state
 
 

@@ -44,10 +44,6 @@ class Ticket:
         self.page: Page | None = None
         # Whether the page has been read (its title, links and lines are known).
         self.read = False
-        # Whether it holds one of max_pages (a page request, until its page is counted or it ends).
-        self.holds_page = page_request
-        # Whether the page counts in the budget (it does from its turn to admit its links).
-        self.counted = False
         # The page's turn to be consumed came (it is going through the consumers).
         self.consuming = False
         self.admitted: asyncio.Future[None] = loop.create_future()

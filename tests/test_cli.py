@@ -41,7 +41,9 @@ def test_index_feed_and_report(make_site, tmp_path):
     assert report["error"] is None
     assert report["seed"] == site("/") and report["origin"] == site.url
     assert report["fetched"] == 3 and report["stopped"] is None
-    assert report["bytes"] == sum(item["byte_count"] for item in items)
+    # Every byte the site sent: the pages' (status line, headers and body) and robots.txt's 404.
+    robots = [entry for entry in site.requests() if entry["path"] == "/robots.txt"]
+    assert len(robots) == 1 and 0 < report["bytes"] - sum(item["byte_count"] for item in items) < 400
     assert site.paths() == ["/", "/a", "/b"]
     # The one summary line at the end of the walk.
     assert "sitewalk: 3 pages" in result.stderr and "stopped: no" in result.stderr
@@ -138,9 +140,10 @@ def test_progress_lines_and_stats(make_site, tmp_path):
         "progress: pages 2/20, depth 1/2",
         "progress: pages 4/20, depth 2/2",
     ]
-    # Bytes in human units, the pace, and the pages waiting as each depth starts (/b behind /a).
+    # Bytes in human units, the pace, and the pages waiting once the first page of each depth
+    # went through the consumers (its links admitted): /a and /b, then /b behind /a and /a's link.
     assert " B/1 MB, elapsed " in progress[0] and "/60s, " in progress[0]
-    assert [line.split(" pages/s, ")[1] for line in progress] == ["0 queued", "1 queued", "0 queued"]
+    assert [line.split(" pages/s, ")[1] for line in progress] == ["2 queued", "2 queued", "0 queued"]
 
 
 # Bad input, as users have typed it ({seed}: the local site), and what the error line says.
@@ -275,7 +278,7 @@ def test_default_log_is_progress_and_summary_debug_has_scrapy_s_lines(make_site,
     assert result.returncode == 0, result.stderr
     # Every stderr line is one of sitewalk's: no start-up banner, settings, components or stats.
     loggers = [line.split(" [", 1)[1].split("]", 1)[0] for line in result.stderr.splitlines()]
-    assert loggers == ["sitewalk.budget", "sitewalk.budget", "sitewalk.extensions"], result.stderr
+    assert loggers == ["sitewalk.ledger", "sitewalk.ledger", "sitewalk.extensions"], result.stderr
 
     debug = run_cli(*args, "-s", "LOG_LEVEL=DEBUG", cwd=tmp_path)
     assert debug.returncode == 0

@@ -6,8 +6,9 @@ import pytest
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
-from sitewalk.downloadermiddlewares import ROBOTS_META, SameOriginMiddleware
+from sitewalk.downloadermiddlewares import SameOriginMiddleware
 from sitewalk.failures import OffOrigin
+from sitewalk.kinds import KIND, Kind
 from sitewalk.state import Walk
 from tests.conftest import walk_for
 
@@ -20,7 +21,10 @@ from tests.conftest import walk_for
         ("https://site.test/x", {}, False),
         ("http://www.site.test/x", {}, False),
         ("http://elsewhere.test/", {"sitewalk_seed": True}, True),  # the seed may redirect anywhere
-        ("http://elsewhere.test/robots.txt", {ROBOTS_META: True}, True),
+        ("http://elsewhere.test/robots.txt", {KIND: Kind.ROBOTS}, True),
+        ("http://elsewhere.test/app.js", {KIND: Kind.BROWSER}, True),
+        ("http://elsewhere.test/link", {KIND: Kind.CHECK_OTHER}, True),
+        ("http://elsewhere.test/sitemap.xml", {KIND: Kind.SITEMAP}, False),
     ],
 )
 def test_requests_off_the_origin_are_refused(url, meta, passes):

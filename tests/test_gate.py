@@ -4,14 +4,17 @@ consumers' exact answers, cuts, the pace."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from sitewalk.gate import AHEAD, Gate
 from sitewalk.items import Page
+from sitewalk.kinds import KIND, Kind
 from sitewalk.state import Walk
 from sitewalk.tickets import Dropped, Ticket
+from tests.clock import FakeClock
 from tests.conftest import walk_for
 
 
@@ -156,20 +159,62 @@ def test_a_page_is_consumed_when_each_of_its_items_is_through():
 
 def test_the_pace_counts_from_the_previous_request_start():
     async def scenario() -> float:
-        gate = gate_for()
-        gate.slow_down(0.2)
-        gate.request_started()
-        started = time.monotonic()
+        clock = FakeClock()
+        gate = Gate(0.2, clock=clock)
+        started = gate.request_started()
+        clock.advance(0.05)
         await gate.ready(60)
-        return time.monotonic() - started
+        return clock.now() - started
 
-    assert asyncio.run(scenario()) >= 0.2 - 0.01
+    assert asyncio.run(scenario()) == pytest.approx(0.2)
 
 
 def test_crawl_delay_only_slows_the_walk_down():
-    gate = Walk.of(walk_for(delay=0.5)).gate
-    assert gate.slow_down(0.1) is False and gate.delay == 0.5
-    assert gate.slow_down(1.5) is True and gate.delay == 1.5
+    gate = Gate(0.5, clock=FakeClock())
+    assert gate.slow_down(0.1) is False and gate.crawl_delay == 0
+    assert gate.slow_down(1.5) is True and gate.crawl_delay == 1.5
+    assert gate.slow_down(1.0) is False and gate.crawl_delay == 1.5
+    assert gate.delay == 0.5  # the set-up keeps the user's pace
+
+
+def test_crawl_delay_paces_the_walk_from_the_seed_on_not_its_set_up():
+    """robots.txt starts, its Crawl-delay is parsed: the seed follows robots.txt after ``delay``,
+    the next page ``crawl_delay`` after the seed, and a robots.txt of another host ``delay`` after."""
+
+    async def scenario() -> list[tuple[str, float]]:
+        clock = FakeClock(start=0.0)
+        gate = Gate(0.5, clock=clock)
+        starts = []
+        for name, meta in (("robots", {KIND: Kind.ROBOTS}), ("seed", {}), ("page", {}),
+                           ("robots of another host", {KIND: Kind.ROBOTS}), ("page", {}),
+                           ("check on another origin", {KIND: Kind.CHECK_OTHER})):
+            await gate.start(meta)
+            starts.append((name, meta["sitewalk_started"]))
+            if name == "robots":
+                gate.slow_down(30)
+        return starts
+
+    assert asyncio.run(scenario()) == [
+        ("robots", 0.0), ("seed", 0.5), ("page", 30.5), ("robots of another host", 31.0), ("page", 60.5),
+        # Paced by the link checker per host, not by the gate.
+        ("check on another origin", 60.5),
+    ]
+
+
+def test_a_pause_holds_every_start_and_belongs_to_the_requests_in_flight_when_it_began():
+    async def scenario() -> tuple[bool, bool, float]:
+        clock = FakeClock(start=0.0)
+        gate = Gate(0, clock=clock)
+        before = gate.request_started()
+        clock.advance(1)
+        began = gate.pause(10, before)
+        # An answer to a request that started before this pause: it starts no other.
+        again = gate.pause(20, before)
+        robots: dict[str, Any] = {KIND: Kind.ROBOTS}
+        await gate.start(robots)
+        return began, again, robots["sitewalk_started"]
+
+    assert asyncio.run(scenario()) == (True, False, 11.0)
 
 
 def test_a_stop_wakes_every_wait():
@@ -274,17 +319,16 @@ def test_a_cut_drops_the_requests_after_a_ticket_and_lists_them_in_request_order
 
 def test_a_stop_ends_the_pace_wait_at_once():
     async def scenario() -> float:
-        gate = gate_for()
+        clock = FakeClock()
+        gate = Gate(0, clock=clock)
         gate.slow_down(30)
-        gate.request_started()
-        started = time.monotonic()
+        started = gate.request_started()
         waiting = asyncio.ensure_future(gate.ready(60))
-        await asyncio.sleep(0)
         gate.stop()
         await waiting
-        return time.monotonic() - started
+        return clock.now() - started
 
-    assert asyncio.run(scenario()) < 5
+    assert asyncio.run(scenario()) == 0
 
 
 def test_a_start_waits_for_the_pace_and_a_stop_drops_a_page_request_not_another():
@@ -292,18 +336,14 @@ def test_a_start_waits_for_the_pace_and_a_stop_drops_a_page_request_not_another(
     middleware, the download handler's re-send): the pace, then a stop's drop, then its start."""
     from sitewalk.tickets import TICKET
 
-    async def scenario() -> tuple[float, float, bool, bool, bool]:
-        gate = gate_for()
-        gate.slow_down(0.2)
+    async def scenario() -> tuple[float, float, bool, bool]:
+        clock = FakeClock(start=0.0)
+        gate = Gate(0.2, clock=clock)
         gate.request_started()
         paced: dict[str, Any] = {}
-        before = time.monotonic()
         await gate.start(paced)
-        waited = time.monotonic() - before
-        unpaced: dict[str, Any] = {}
-        before = time.monotonic()
-        await gate.start(unpaced, paced=False)  # a link check to another site: its own pace
-        at_once = time.monotonic() - before
+        other: dict[str, Any] = {KIND: Kind.CHECK_OTHER}
+        await gate.start(other)  # a link check to another site: its own pace
         ticket = gate.request_sent("http://site.test/a")
         gate.stop()
         dropped = False
@@ -311,10 +351,8 @@ def test_a_start_waits_for_the_pace_and_a_stop_drops_a_page_request_not_another(
             await gate.start({TICKET: ticket})
         except Dropped:
             dropped = True
-        robots: dict[str, Any] = {}
+        robots: dict[str, Any] = {KIND: Kind.ROBOTS}
         await gate.start(robots)  # no ticket (robots.txt): it still starts
-        return waited, at_once, dropped, "sitewalk_started" in paced and "sitewalk_started" in unpaced, "sitewalk_started" in robots
+        return paced["sitewalk_started"], other["sitewalk_started"], dropped, "sitewalk_started" in robots
 
-    waited, at_once, dropped, marked, robots_started = asyncio.run(scenario())
-    assert waited >= 0.2 - 0.01 and at_once < 0.15  # it would wait 0.2 s if paced
-    assert dropped and marked and robots_started
+    assert asyncio.run(scenario()) == (0.2, 0.2, True, True)

@@ -88,7 +88,7 @@ def test_a_replayed_journal_gives_the_unfinished_queue_in_order_and_what_was_spe
     walk.restore(state)
     # The held link joins the queue when max_depth reaches it, after the queue left.
     assert walk.frontier.unvisited() == [SEED + "a", SEED + "deep"]
-    assert (walk.budget.pages, walk.budget.bytes) == (3, 400) and walk.budget.elapsed() >= 2.0
+    assert (walk.ledger.pages, walk.ledger.bytes) == (3, 400) and walk.ledger.elapsed() >= 2.0
     assert [restored.record() for restored in walk.results.failures] == [failure]
     shallow = Walk.of(walk_for(SEED, max_depth=1))
     shallow.restore(state)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -102,19 +104,24 @@ def sent(site, path: str) -> int:
     return sum(entry["bytes_sent"] for entry in site.log() if entry.get("sent") == path)
 
 
+def pages_bytes(feed: Path) -> int:
+    return sum(json.loads(line)["byte_count"] for line in feed.read_text().splitlines())
+
+
 def sitemap_lines(stderr: str, url: str) -> list[str]:
     return [line for line in stderr.splitlines() if url in line]
 
 
-def test_a_gzipped_sitemap_counts_in_max_bytes_as_it_is_unpacked(make_site, tmp_path):
+def test_a_gzipped_sitemap_counts_in_max_bytes_as_it_was_sent_not_as_it_is_unpacked(make_site, tmp_path):
     # 200 kB of XML (a long comment) that travels as a few hundred bytes.
     xml = urlset("{origin}/orphan.html").replace("<url>", "<!--" + " " * 200_000 + "--><url>", 1)
     site = make_site(one_sitemap({"gzip_file": True, "body": xml}))
     items, report = walk(site, tmp_path)
     assert [item["url"] for item in items] == [site("/"), site("/a.html"), site("/orphan.html")]
     assert sent(site, "/sitemap.xml.gz") < 2_000
-    unpacked = len(xml.replace("{origin}", site.url))
-    assert report["bytes"] == sum(item["byte_count"] for item in items) + unpacked
+    # Besides the pages: the sitemap file and robots.txt as they were sent, headers included.
+    besides = report["bytes"] - sum(item["byte_count"] for item in items)
+    assert sent(site, "/sitemap.xml.gz") + sent(site, "/robots.txt") < besides < sent(site, "/sitemap.xml.gz") + sent(site, "/robots.txt") + 800
     assert report["sitemaps"] == [site("/sitemap.xml.gz")] and report["sitemaps_not_read"] == []
 
 
@@ -133,10 +140,13 @@ def test_a_zip_bomb_sitemap_is_cut_off_at_max_bytes_and_stops_the_walk(make_site
     assert sent(site, "/sitemap.xml.gz") < 20_000
     assert site.paths() == ["/", "/sitemap.xml.gz"]
     assert report["stopped"] == "max-bytes" and report["unvisited"] == [site("/a.html")]
-    seed_bytes = report["bytes"]
-    assert report["fetched"] == 1 and seed_bytes < 1_000
-    reason = f"cut off at max_bytes (max_bytes=1000000, {1_000_000 - seed_bytes} left for this file)"
-    assert report["sitemaps_not_read"] == [{"url": site("/sitemap.xml.gz"), "kind": "budget", "reason": reason}]
+    assert report["fetched"] == 1 and report["bytes"] < 30_000
+    # What was left when it started: max_bytes less the seed and robots.txt (the file's own bytes came after).
+    (not_read,) = report["sitemaps_not_read"]
+    reason = not_read["reason"]
+    left = int(re.fullmatch(r"cut off at max_bytes \(max_bytes=1000000, (\d+) left for this file\)", reason)[1])
+    assert 1_000_000 - report["bytes"] < left < 1_000_000 - pages_bytes(tmp_path / "pages.jsonl")
+    assert not_read == {"url": site("/sitemap.xml.gz"), "kind": "budget", "reason": reason}
     assert report["sitemaps"] == [] and report["failures"] == []
     # Said once, in the walk's words (not Scrapy's warning as well).
     assert sitemap_lines(result.stderr, "/sitemap.xml.gz") == [
@@ -151,7 +161,8 @@ def test_a_sitemap_larger_than_max_bytes_is_cut_off_while_it_downloads(make_site
     assert site.paths() == ["/", "/sitemap.xml.gz"]
     # What the server managed to send is the budget plus at most one network read (64 KiB).
     assert sent(site, "/sitemap.xml.gz") <= 100_000 + 65_536 + 16_384
-    assert report["stopped"] == "max-bytes" and report["bytes"] == items[0]["byte_count"]
+    # Charged as it arrived, up to the last byte of the budget.
+    assert report["stopped"] == "max-bytes" and report["bytes"] == 100_000
     assert [(entry["kind"], entry["reason"].split(" (")[0]) for entry in report["sitemaps_not_read"]] == [
         ("budget", "cut off at max_bytes")]
 
@@ -160,7 +171,9 @@ def test_a_sitemap_past_download_maxsize_is_not_read_and_the_walk_goes_on(make_s
     site = make_site(one_sitemap({"gzip_file": True, "size": 5_000_000}))
     items, report = walk(site, tmp_path, "-s", "DOWNLOAD_MAXSIZE=1000000")
     assert site.paths() == ["/", "/sitemap.xml.gz", "/a.html"]
-    assert report["stopped"] is None and report["bytes"] == sum(item["byte_count"] for item in items)
+    assert report["stopped"] is None
+    besides = report["bytes"] - sum(item["byte_count"] for item in items)
+    assert sent(site, "/sitemap.xml.gz") < besides < sent(site, "/sitemap.xml.gz") + sent(site, "/robots.txt") + 800
     assert report["sitemaps_not_read"] == [{"url": site("/sitemap.xml.gz"), "kind": "too-large",
                                             "reason": "larger than the download size limit (DOWNLOAD_MAXSIZE=1000000)"}]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from sitewalk.downloadermiddlewares.budget import BudgetMiddleware
 from sitewalk.downloadermiddlewares.guard import AddressGuardMiddleware
-from sitewalk.downloadermiddlewares.origin import BROWSER_META, SameOriginMiddleware
+from sitewalk.downloadermiddlewares.origin import SameOriginMiddleware
 from sitewalk.downloadermiddlewares.redirect import WalkRedirectMiddleware
 from sitewalk.downloadermiddlewares.retryafter import RetryAfterMiddleware
-from sitewalk.downloadermiddlewares.robots import ROBOTS_META, RobotsTxtMiddleware
+from sitewalk.downloadermiddlewares.robots import RobotsTxtMiddleware
 
 __all__ = [
-    "BROWSER_META", "ROBOTS_META", "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
+    "AddressGuardMiddleware", "BudgetMiddleware", "RetryAfterMiddleware", "RobotsTxtMiddleware",
     "SameOriginMiddleware", "WalkRedirectMiddleware",
 ]

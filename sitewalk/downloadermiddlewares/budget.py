@@ -1,4 +1,4 @@
-"""Each request's share of the walk's budget, given when the walk's pace lets it start."""
+"""Each request's share of the walk's budget: its start after the pace, its bytes charged as they arrive."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.stats import get_header_size, get_status_size
 
-from sitewalk.downloadermiddlewares.robots import ROBOTS_META
-from sitewalk.linkcheck import CHECK_META, OTHER_ORIGIN
-from sitewalk.sitemaps import SITEMAP_META
+from sitewalk.kinds import WIRE_BYTES, Kind, kind_of
+from sitewalk.ledger import BytesSpent
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.http import Request, Response
+    from scrapy.http import Headers, Request, Response
 
 __all__ = ["BudgetMiddleware"]
 
@@ -24,21 +24,33 @@ _HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
 _MAXSIZE_WARNING = "bytes which is larger than download max size"
 _COMPRESSION_LOGGER = logging.getLogger("scrapy.downloadermiddlewares.httpcompression")
 _DECOMPRESSION_WARNING = "during decompression."
+# A status line's bytes besides its reason phrase, and the blank line after the headers, as
+# Scrapy's downloader/response_bytes counts them (scrapy.downloadermiddlewares.stats).
+_STATUS_LINE = get_status_size(0)
+_HEADERS_END = 4
 
 
 class BudgetMiddleware(WalkComponent):
-    """Gives each request what is left of the walk's budget, so limits bite mid-download, and
-    holds it until the walk's pace lets it start.
+    """Starts each request when the walk's pace lets it, and charges the walk's ledger
+    (:class:`sitewalk.ledger.Ledger`) for every byte the site sends, as it arrives.
 
-    Every request to the site (pages, robots.txt, sitemaps, redirect hops, a page asked again
-    after a 429, link checks; not a link check on another site, paced by :mod:`sitewalk.linkcheck`)
-    waits here until ``delay`` seconds after the previous one started and until a pause is over (:meth:`sitewalk.gate.Gate.may_start`); a page request that a stop came upon
-    meanwhile is dropped (listed as unvisited). Then it sets meta ``download_timeout`` to the
-    seconds left before the deadline and ``download_maxsize`` to the body bytes left under
-    max_bytes (never more than DOWNLOAD_TIMEOUT / DOWNLOAD_MAXSIZE), and ``sitewalk_started`` to
-    when it started. Meta ``sitewalk_budget_maxsize`` says the size limit is the budget's, so a
-    page cut off by it stops the walk with "max-bytes". robots.txt requests get the time limit
-    too but are not pages.
+    Every request to the site (every kind of :mod:`sitewalk.kinds`: pages, robots.txt,
+    sitemaps, redirect hops, a page asked again after a 429, link checks, a browser's requests)
+    waits here for its kind's pace and a pause (:meth:`sitewalk.gate.Gate.start`); a page request
+    that a stop came upon meanwhile is dropped (listed as unvisited), and once max_bytes is spent
+    no request starts (it fails with :class:`~sitewalk.ledger.BytesSpent`). Then meta
+    ``download_timeout`` is the seconds left before the deadline (never more than
+    DOWNLOAD_TIMEOUT), and ``download_maxsize`` what is left of max_bytes (never more than
+    DOWNLOAD_MAXSIZE), which bounds a body as it is decompressed; meta
+    ``sitewalk_budget_maxsize`` says that bound is the budget's, so a body that grows past it
+    stops the walk with "max-bytes".
+
+    The bytes are charged on the download side, from Scrapy's ``headers_received`` and
+    ``bytes_received`` signals: the status line and headers when they arrive (and the whole
+    answer at once when its Content-Length already passes what is left), each piece of the body
+    as it arrives. A charge past max_bytes raises :class:`~sitewalk.ledger.BytesSpent`, which
+    Scrapy turns into a closed connection and the request's failure. The reason phrase of the
+    status line, which the headers signal does not carry, is charged with the whole response.
 
     A page cut off by max_bytes is the walk's own stop, which its summary tells: Scrapy's
     warnings that the download, or its body as it is decompressed (Content-Encoding), exceeds
@@ -60,25 +72,42 @@ class BudgetMiddleware(WalkComponent):
         self._budget_bound_responses: set[str] = set()
         _HANDLER_LOGGER.addFilter(self._not_budget_cut)
         _COMPRESSION_LOGGER.addFilter(self._not_budget_cut_decompressed)
+        crawler.signals.connect(self.headers_received, signal=signals.headers_received)
+        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def process_request(self, request: Request) -> None:
-        await self.walk.gate.start(request.meta, paced=request.meta.get(CHECK_META) != OTHER_ORIGIN)
-        budget = self.walk.budget
-        seconds = max(budget.seconds_left(), 0.001)
+        await self.walk.gate.start(request.meta)
+        ledger = self.walk.ledger
+        if ledger.refused or ledger.bytes_left() <= 0:
+            raise BytesSpent(f"not started: max_bytes is spent (max_bytes={ledger.max_bytes})")
+        seconds = max(ledger.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
-        if not request.meta.get(ROBOTS_META):
-            left = max(budget.bytes_left(), 1)
-            budget_bound = not self._maxsize or left <= self._maxsize
-            request.meta["download_maxsize"] = left if budget_bound else self._maxsize
-            request.meta["sitewalk_budget_maxsize"] = budget_bound
-            if budget_bound:
-                self._budget_bound.add(f"in request {request}.")
+        left = ledger.bytes_left()
+        budget_bound = not self._maxsize or left <= self._maxsize
+        request.meta["download_maxsize"] = left if budget_bound else self._maxsize
+        request.meta["sitewalk_budget_maxsize"] = budget_bound
+        if budget_bound:
+            self._budget_bound.add(f"in request {request}.")
+
+    def headers_received(self, headers: Headers, body_length: object, request: Request) -> None:
+        """A response's status line and headers arrived: charged, and refused at once when its
+        Content-Length says the whole answer would pass max_bytes."""
+        request.meta[WIRE_BYTES] = 0
+        # A link check's GET stops at its headers (sitewalk.linkcheck): its body never comes.
+        body_comes = kind_of(request.meta) not in (Kind.CHECK, Kind.CHECK_OTHER) or request.method != "GET"
+        coming = body_length if body_comes and isinstance(body_length, int) and body_length > 0 else 0
+        self.walk.ledger.charge(request.meta, _STATUS_LINE + get_header_size(headers) + _HEADERS_END, coming=coming)
+
+    def bytes_received(self, data: bytes, request: Request) -> None:
+        self.walk.ledger.charge(request.meta, len(data))
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._budget_bound.discard(f"in request {request}.")
-        said_here = request.meta.get("sitewalk_budget_maxsize") or request.meta.get(SITEMAP_META)
+        # The status line's reason phrase, which the headers signal does not carry.
+        self.walk.ledger.charge(request.meta, get_status_size(response.status) - _STATUS_LINE, refusable=False)
+        said_here = request.meta.get("sitewalk_budget_maxsize") or kind_of(request.meta) is Kind.SITEMAP
         if said_here and response.headers.get(b"Content-Encoding"):
             self._budget_bound_responses.add(f"Ignored response {response} ")
         return response

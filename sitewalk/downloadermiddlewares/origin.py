@@ -4,34 +4,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitewalk.downloadermiddlewares.robots import ROBOTS_META
 from sitewalk.failures import OffOrigin
-from sitewalk.linkcheck import CHECK_META
+from sitewalk.kinds import RULES, kind_of
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
     from scrapy.http import Request
 
-__all__ = ["BROWSER_META", "SameOriginMiddleware"]
-
-# Meta key of the requests a browser makes for a page it renders (sitewalk.render): the page's URL.
-BROWSER_META = "sitewalk_browser"
+__all__ = ["SameOriginMiddleware"]
 
 
 class SameOriginMiddleware(WalkComponent):
     """Keeps the walk on the origin of the seed's final URL (after its redirects).
 
-    The seed and its redirect hops (meta ``sitewalk_seed``) pass, and link checks (check_links): a
-    seed that redirects to another host walks that host. Any later request off that origin, which
-    can only be a redirect since the frontier admits same-origin links only, is refused with the
-    reason ``redirected off-origin to <url>``. The requests a browser makes for a page it renders
-    (meta ``sitewalk_browser``) may go to any origin, as a browser's do: the guard and each host's
-    robots.txt still decide.
+    The seed and its redirect hops (meta ``sitewalk_seed``) pass: a seed that redirects to
+    another host walks that host. So do the kinds that may go anywhere
+    (:data:`sitewalk.kinds.RULES`: robots.txt, link checks, the requests a browser makes for a
+    page it renders, as a browser's do — the guard and each host's robots.txt still decide).
+    Any other request off that origin, which can only be a redirect since the frontier admits
+    same-origin links only, is refused with the reason ``redirected off-origin to <url>``.
     """
 
     def process_request(self, request: Request) -> None:
-        if (request.meta.get("sitewalk_seed") or request.meta.get(ROBOTS_META) or request.meta.get(CHECK_META)
-                or request.meta.get(BROWSER_META)):
+        if request.meta.get("sitewalk_seed") or RULES[kind_of(request.meta)].any_origin:
             return
         if self.walk.frontier.same_origin(request.url):
             return

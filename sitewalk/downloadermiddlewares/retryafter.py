@@ -52,7 +52,7 @@ class RetryAfterMiddleware(WalkComponent):
             return response
         asked = _retry_after(response.headers.get(b"Retry-After"))
         wait = min(asked if asked is not None else 2.0 ** self._in_a_row, self._most)
-        if wait >= self.walk.budget.seconds_left():
+        if wait >= self.walk.ledger.seconds_left():
             return response
         if self.walk.gate.pause(wait, request.meta.get("sitewalk_started", float("-inf"))):
             self._in_a_row += 1

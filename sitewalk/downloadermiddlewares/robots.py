@@ -15,6 +15,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
 from sitewalk.failures import Failed, RobotsDisallowed, RobotsUnreachable, describe
+from sitewalk.kinds import KIND, Kind, kind_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -23,10 +24,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ROBOTS_META", "RobotsTxtMiddleware"]
-
-# Meta key of the robots.txt requests this module makes: they are not pages of the walk.
-ROBOTS_META = "sitewalk_robots"
+__all__ = ["RobotsTxtMiddleware"]
 
 
 class RobotsTxtMiddleware:
@@ -39,7 +37,7 @@ class RobotsTxtMiddleware:
     that cannot be fetched at all (connection error, timeout), disallows everything (RFC 9309
     §2.3.1.4: the crawler MUST assume complete disallow). A refused page raises
     :class:`RobotsDisallowed`, a page of a host whose robots.txt could not be read
-    :class:`RobotsUnreachable`. The robots.txt request carries meta ``sitewalk_robots``; a request
+    :class:`RobotsUnreachable`. The robots.txt request is of kind :attr:`sitewalk.kinds.Kind.ROBOTS`; a request
     with Scrapy's ``dont_obey_robotstxt`` meta (a link check on another site) is not checked.
 
     Stats: ``robotstxt/request_count``, ``robotstxt/response_status_count/<status>``,
@@ -60,7 +58,7 @@ class RobotsTxtMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_META) or request.meta.get("dont_obey_robotstxt"):
+        if kind_of(request.meta) is Kind.ROBOTS or request.meta.get("dont_obey_robotstxt"):
             return
         rules = await self._rules(request)
         if isinstance(rules, Failed):
@@ -83,7 +81,7 @@ class RobotsTxtMiddleware:
         return known
 
     async def _fetch(self, url: str) -> ProtegoRobotParser | Failed:
-        request = Request(url, meta={ROBOTS_META: True}, callback=NO_CALLBACK)
+        request = Request(url, meta={KIND: Kind.ROBOTS}, callback=NO_CALLBACK)
         stats = self.crawler.stats
         stats.inc_value("robotstxt/request_count")
         try:

@@ -61,7 +61,7 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
             notes.append(f"Note: the server answered HTTP {page.status}: the content is that answer's.")
         if content is None:
             notes.append(
-                f"Note: the page is {page.content_type or 'of no declared type'} ({page.byte_count} bytes), not text: "
+                f"Note: the page is {page.content_type or 'of no declared type'} ({len(page.body)} bytes), not text: "
                 "there is no content to show."
             )
         elif not content.strip():

@@ -14,6 +14,7 @@ from scrapy.http import Headers, HtmlResponse
 from sitewalk.failures import RenderFailed
 from sitewalk.hints import CLI
 from sitewalk.items import FETCHED_BYTES, HTML_TYPES, media_type
+from sitewalk.ledger import BytesSpent
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.render.browser import Browser, chromium_path
 from sitewalk.render.fetching import PageRun
@@ -89,18 +90,18 @@ class RenderMiddleware(WalkComponent):
         return await ticket.unless_dropped(self._render(request, response))
 
     async def _render(self, request: Request, response: Response) -> Response:
-        budget = self.walk.budget
+        ledger = self.walk.ledger
         try:
             # Waiting for a place in the browser, and starting it, are inside the deadline too.
-            async with asyncio.timeout(max(budget.seconds_left(), 0.001)):
+            async with asyncio.timeout(max(ledger.seconds_left(), 0.001)):
                 page = await self._browser.open()
         except TimeoutError:
             raise DownloadTimeoutError(f"rendering {response.url} reached the deadline") from None
         except Exception as exc:
             logger.debug("the browser for %s did not start", response.url, exc_info=True)
             raise RenderFailed(f"the browser did not start ({_first_line(exc)})") from None
-        run = PageRun(self.crawler, response, self._skip, budget.bytes_left())
-        limit = min(self._timeout, budget.seconds_left())
+        run = PageRun(self.crawler, response, self._skip)
+        limit = min(self._timeout, ledger.seconds_left())
         # Waited for with asyncio.wait, not wait_for: a page whose script never yields takes a while
         # to let go of, and the walk does not wait for that.
         running = asyncio.ensure_future(run.run(page))
@@ -119,6 +120,9 @@ class RenderMiddleware(WalkComponent):
             running.cancel()
             run.cancel()
             self._browser.release(page)
+        if run.over_budget:
+            # An answer its browser needed did not fit in max_bytes: the page does not either.
+            raise BytesSpent(f"cut off at max_bytes (max_bytes={ledger.max_bytes}, rendering {response.url})")
         self.crawler.stats.inc_value("sitewalk/render/pages")
         request.meta[FETCHED_BYTES] = run.byte_count
         links = "".join(f'<a href="{html.escape(url)}" data-sitewalk-navigation></a>' for url in run.navigations)
@@ -132,7 +136,7 @@ class RenderMiddleware(WalkComponent):
     async def _timed_out(self, run: PageRun, response: Response, limit: float) -> str:
         """The page's DOM when its time is up: cut off at the deadline, else the DOM it has."""
         self.crawler.stats.inc_value("sitewalk/render/timeouts")
-        left = self.walk.budget.seconds_left()
+        left = self.walk.ledger.seconds_left()
         if left <= 0.05:
             raise DownloadTimeoutError(f"rendering {response.url} reached the deadline")
         dom = await run.snapshot(min(_SNAPSHOT_GRACE, left))

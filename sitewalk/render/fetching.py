@@ -11,8 +11,9 @@ from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
-from sitewalk.downloadermiddlewares import BROWSER_META
 from sitewalk.failures import describe, too_large
+from sitewalk.kinds import KIND, WIRE_BYTES, Kind
+from sitewalk.ledger import BytesSpent
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, Route, WebSocketRoute
@@ -43,19 +44,19 @@ class PageRun:
     the page itself (a script setting ``location``, a ``<meta refresh>``, a form submitted) is not
     followed: its URL is kept in :attr:`navigations`, for the walk to treat as a link.
 
-    :attr:`byte_count` is the document's bytes and every answer's; once it exceeds ``bytes_left``
-    (the walk's max_bytes left) nothing more is fetched and :attr:`over_budget` is set.
+    :attr:`byte_count` is the document's bytes and every answer's, as the walk's ledger charged
+    them (on the wire); once the ledger refuses an answer (max_bytes is spent) nothing more is
+    fetched and :attr:`over_budget` is set.
 
     Stats: ``sitewalk/render/requests``, ``sitewalk/render/request_failures``,
     ``sitewalk/render/skipped``, ``sitewalk/render/navigations``, ``sitewalk/render/websockets``.
     """
 
-    def __init__(self, crawler: Crawler, response: Response, skip: frozenset[str], bytes_left: int) -> None:
+    def __init__(self, crawler: Crawler, response: Response, skip: frozenset[str]) -> None:
         self._crawler = crawler
         self._response = response
         self._skip = skip
-        self._bytes_left = bytes_left
-        self.byte_count = len(response.body)
+        self.byte_count = _charged(response)
         self.over_budget = False
         self.navigations: list[str] = []
         self._page: Page | None = None
@@ -131,7 +132,7 @@ class PageRun:
                 return
             headers = {name: value for name, value in request.headers.items() if name.lower() != "user-agent"}
             fetch = Request(request.url, method=request.method, headers=headers, body=request.post_data_buffer,
-                            meta={BROWSER_META: self._response.url}, callback=NO_CALLBACK, dont_filter=True)
+                            meta={KIND: Kind.BROWSER}, callback=NO_CALLBACK, dont_filter=True)
             self._crawler.stats.inc_value("sitewalk/render/requests")
             download = asyncio.ensure_future(self._crawler.engine.download_async(fetch))
             self._downloads.add(download)
@@ -143,9 +144,7 @@ class PageRun:
                 return
             finally:
                 self._downloads.discard(download)
-            if self._spend(len(response.body)):
-                await route.abort("blockedbyclient")
-                return
+            self.byte_count += _charged(response)
             await route.fulfill(status=response.status, headers=_handed(response.headers), body=response.body)
         finally:
             self._in_flight -= 1
@@ -155,24 +154,22 @@ class PageRun:
         stats = self._crawler.stats
         stats.inc_value("sitewalk/render/request_failures")
         failure = Failure(exc)
-        if request.meta.get("sitewalk_budget_maxsize") and too_large(failure):
+        if failure.check(BytesSpent) or (request.meta.get("sitewalk_budget_maxsize") and too_large(failure)):
             # Cut off at the bytes the walk had left: the page does not fit in max_bytes.
-            self._spend(request.meta["download_maxsize"] + 1)
-        reason = describe(failure, request).reason
-        logger.debug("%s: a request of its browser failed: %s (%s)", self._response.url, request.url, reason)
-
-    def _spend(self, byte_count: int) -> bool:
-        """Count an answer's bytes; whether the page is now over the budget."""
-        self.byte_count += byte_count
-        if self.byte_count > self._bytes_left:
             self.over_budget = True
             self._changed.set()
-        return self.over_budget
+        reason = describe(failure, request).reason
+        logger.debug("%s: a request of its browser failed: %s (%s)", self._response.url, request.url, reason)
 
     async def _refuse_web_socket(self, socket: WebSocketRoute) -> None:
         self._crawler.stats.inc_value("sitewalk/render/websockets")
         with contextlib.suppress(Exception):
             await socket.close(code=1008, reason="sitewalk does not open WebSockets")
+
+
+def _charged(response: Response) -> int:
+    """The bytes the ledger charged for ``response`` (its body's length if it came from no download)."""
+    return int(response.meta.get(WIRE_BYTES, len(response.body)))
 
 
 def _handed(headers: Headers) -> dict[str, Any]:

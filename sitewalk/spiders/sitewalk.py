@@ -12,9 +12,10 @@ from sitewalk.config import WalkConfig
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
+from sitewalk.kinds import KIND, Kind
 from sitewalk.linkcheck import LinkChecker
 from sitewalk.reading import PageReading
-from sitewalk.sitemaps import SITEMAP_META, Sitemaps
+from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -89,11 +90,11 @@ class SitewalkSpider(Spider):
         # requests a callback yields, and the walk's come from here. REFERER_ENABLED switches it off.
         referer = self.crawler.settings.getbool("REFERER_ENABLED")
         if walk.resumed:
-            self.logger.info("resuming the walk in JOBDIR: %s fetched, %d queued", count(walk.budget.pages, "page"), len(frontier))
+            self.logger.info("resuming the walk in JOBDIR: %s fetched, %d queued", count(walk.ledger.pages, "page"), len(frontier))
         else:
             frontier.add_seed(walk.config.seed)
         sitemaps = self._sitemaps
-        budget = walk.budget
+        ledger = walk.ledger
         while True:
             await gate.settled(lambda: not len(frontier))
             reason = walk.reason_to_stop()
@@ -103,23 +104,23 @@ class SitewalkSpider(Spider):
                 # After the seed's own links, before the pages they lead to: one file at a time,
                 # with nothing else in flight.
                 await gate.idle()
-                await gate.ready(budget.seconds_left())
+                await gate.ready(ledger.seconds_left())
                 reason = walk.reason_to_stop()
                 if reason is not None:
                     break
                 url = sitemaps.next_file()
                 ticket = gate.request_sent(url, page=False)
                 yield Request(url, callback=sitemaps.parsed, errback=sitemaps.failed,
-                              meta={SITEMAP_META: True, TICKET: ticket})
+                              meta={KIND: Kind.SITEMAP, TICKET: ticket})
                 continue
-            await gate.ready(budget.seconds_left())
+            await gate.ready(ledger.seconds_left())
             reason = walk.reason_to_stop()
             if reason is not None:
                 break
             url, depth, found_on = frontier.pop()
-            # The page is the budget's from now: max_pages counts the requests sent, not the pages arrived.
-            budget.reserve()
             ticket = gate.request_sent(url)
+            # The page holds its place in max_pages from now: it counts the requests sent, not the pages arrived.
+            ledger.hold(ticket)
             meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0, TICKET: ticket}
             headers = {"Referer": found_on} if found_on and referer else None
             yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
@@ -148,18 +149,11 @@ class SitewalkSpider(Spider):
             links, failed = await self._reading.links(ticket, response, page)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
-            over = walk.count(ticket, page)
-            if over is None:
-                self.crawler.stats.inc_value("sitewalk/budget/pages")
-                self.crawler.stats.inc_value("sitewalk/budget/bytes", page.byte_count)
-            else:
-                links, failed = [], Failed("budget", over)
             offsite = walk.admit_links(links, page.depth + 1, response.url)
             if offsite:
                 self.crawler.stats.inc_value("sitewalk/origin/offsite_links", offsite)
             gate.links_admitted(ticket)
-            if ticket.counted:
-                walk.results.links.page_fetched(page, links, response.meta)
+            walk.results.links.page_fetched(page, links, response.meta)
             await ticket.turn_to_consume()
         except Dropped:
             # The walk let go of this request (a stop after an earlier page, the deadline, an
@@ -189,7 +183,7 @@ class SitewalkSpider(Spider):
                 failed = exc.failed
                 walk.gate.request_over(ticket, lambda: self._failed(request, url, failed))
                 return
-        cut = walk.budget.cut_off(failure, request)
+        cut = walk.ledger.cut_off(failure, request)
         if cut is not None:
             self.logger.info("%s %s: stopping the walk", url, cut[1])
             if cut[0] == "max-bytes":
