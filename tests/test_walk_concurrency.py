@@ -148,6 +148,7 @@ def test_an_on_page_stop_hands_no_later_page_to_the_consumer(make_site):
     assert report.fetched == 10
 
 
+@pytest.mark.slow  # real seconds between real requests (the gate's pacing is unit-tested on a fake clock: tests/test_gate.py)
 def test_the_delay_spaces_the_starts_of_requests_in_flight(make_site):
     site = make_site(shuffled_site(slowest=0.5))
     walk(site("/"), max_depth=2, max_pages=6, delay=0.2, concurrency=8, settings=LOOPBACK)

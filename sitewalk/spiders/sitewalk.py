@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
+    from sitewalk.clock import Clock
     from sitewalk.hints import Surface
 
 __all__ = ["SitewalkSpider"]
@@ -49,7 +50,7 @@ class SitewalkSpider(Spider):
 
     def __init__(
         self, *args: Any, on_page: Callable[[Page], Any] | None = None, on_page_stops: bool = True,
-        surface: Surface | None = None, **kwargs: Any
+        surface: Surface | None = None, clock: Clock | None = None, **kwargs: Any
     ) -> None:
         super().__init__()
         # The API and the commands hand over the config they checked; other arguments are checked here.
@@ -59,7 +60,8 @@ class SitewalkSpider(Spider):
         # scrapyd job's parameters, else scrapy crawl's -a and -s.
         surface = surface or (SCRAPYD if job else CLI)
         config = given if isinstance(given, WalkConfig) else WalkConfig.from_mapping(kwargs, surface)
-        self.walk = Walk(config, job=job, surface=surface)
+        # The walk's one clock: the event loop's, unless a test gives a fake one.
+        self.walk = Walk(config, job=job, surface=surface, clock=clock)
         # The API's callback and whether it may stop the walk, for CallbackPipeline.
         self.on_page, self.on_page_stops = on_page, on_page_stops
         self._reading = PageReading(config, self.logger)
