@@ -14,6 +14,7 @@ from scrapy.http import Headers, HtmlResponse
 from sitewalk.failures import RenderFailed
 from sitewalk.hints import CLI
 from sitewalk.items import FETCHED_BYTES, HTML_TYPES, media_type
+from sitewalk.kinds import WIRE_BYTES
 from sitewalk.ledger import BytesSpent
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.render.browser import Browser, chromium_path
@@ -100,7 +101,7 @@ class RenderMiddleware(WalkComponent):
         except Exception as exc:
             logger.debug("the browser for %s did not start", response.url, exc_info=True)
             raise RenderFailed(f"the browser did not start ({_first_line(exc)})") from None
-        run = PageRun(self.crawler, response, self._skip)
+        run = PageRun(self.crawler, response, self._skip, request.meta.get(WIRE_BYTES, len(response.body)))
         limit = min(self._timeout, ledger.seconds_left())
         # Waited for with asyncio.wait, not wait_for: a page whose script never yields takes a while
         # to let go of, and the walk does not wait for that.

@@ -52,11 +52,11 @@ class PageRun:
     ``sitewalk/render/skipped``, ``sitewalk/render/navigations``, ``sitewalk/render/websockets``.
     """
 
-    def __init__(self, crawler: Crawler, response: Response, skip: frozenset[str]) -> None:
+    def __init__(self, crawler: Crawler, response: Response, skip: frozenset[str], document_bytes: int) -> None:
         self._crawler = crawler
         self._response = response
         self._skip = skip
-        self.byte_count = _charged(response)
+        self.byte_count = document_bytes
         self.over_budget = False
         self.navigations: list[str] = []
         self._page: Page | None = None
@@ -144,7 +144,7 @@ class PageRun:
                 return
             finally:
                 self._downloads.discard(download)
-            self.byte_count += _charged(response)
+            self.byte_count += _charged(response, fetch)
             await route.fulfill(status=response.status, headers=_handed(response.headers), body=response.body)
         finally:
             self._in_flight -= 1
@@ -167,9 +167,13 @@ class PageRun:
             await socket.close(code=1008, reason="sitewalk does not open WebSockets")
 
 
-def _charged(response: Response) -> int:
-    """The bytes the ledger charged for ``response`` (its body's length if it came from no download)."""
-    return int(response.meta.get(WIRE_BYTES, len(response.body)))
+def _charged(response: Response, request: Request) -> int:
+    """The bytes the ledger charged for ``response`` to ``request`` (or to the redirect hop it came from)."""
+    try:
+        meta = response.meta
+    except AttributeError:  # not tied to a request: the one it answered
+        meta = request.meta
+    return int(meta.get(WIRE_BYTES, len(response.body)))
 
 
 def _handed(headers: Headers) -> dict[str, Any]:
