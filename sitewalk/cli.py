@@ -11,7 +11,9 @@ from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
 from sitewalk.commands.crawl import flags, format_error, run_walk, unrecognized, value_name
 from sitewalk.config import argument, arguments
-from sitewalk.hints import option
+from sitewalk.configchecks import check_settings
+from sitewalk.exceptions import SitewalkError
+from sitewalk.hints import COMMAND, option
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -79,9 +81,18 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
     settings = Settings()
     settings.setmodule("sitewalk.settings", priority="project")
     try:
-        settings.setdict(arglist_to_dict(options.set), priority="cmdline")
+        given = arglist_to_dict(options.set)
     except ValueError:
         parser.error("invalid -s value: use -s NAME=VALUE")
+    for name, value in given.items():
+        try:
+            settings.set(name, value, priority="cmdline")
+        except ValueError:  # a setting of Scrapy's that is a table takes JSON (FEEDS)
+            parser.error(f"-s {name}={value}: {name} takes a JSON object (e.g. -s {name}={{}})")
+    try:
+        check_settings(settings, COMMAND)
+    except SitewalkError as exc:
+        parser.error(str(exc))
     if options.jobdir:
         settings.set("JOBDIR", options.jobdir, priority="cmdline")
     # Without -o, stdout, unless -s FEEDS=... names the feeds.

@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments
-from sitewalk.configchecks import check_run
+from sitewalk.configchecks import check_run, check_settings
 from sitewalk.exceptions import SitewalkError
 from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
@@ -83,6 +83,11 @@ class Command(ScrapyCrawlCommand):
         except UsageError as exc:
             outputs = [("-o", output) for output in opts.output or []] + [("-O", output) for output in opts.overwrite_output or []]
             _refuse(format_error(self.settings, outputs) or str(exc))
+        try:
+            # Before Scrapy reads any of them (LOG_LEVEL as the crawler process starts).
+            check_settings(self.settings, SCRAPYD if "_job" in opts.spargs else self.surface)
+        except SitewalkError as exc:
+            _refuse(str(exc))
         quiet_scrapy_info(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
