@@ -23,8 +23,11 @@ __all__ = ["main"]
 _DESCRIPTION = (
     "Walk one web site breadth-first from URL: same origin only, every page once, robots.txt obeyed, "
     "inside the budgets below. Items go to the -o file(s), or as JSON lines to stdout; progress and "
-    "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it), 2 for invalid "
-    "arguments, 1 when the seed itself could not be fetched, 3 with --fail-on-broken when any link is broken."
+    "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it); 1 when the seed could "
+    "not be fetched or answered 4xx/5xx; 2 for invalid arguments or settings (nothing is requested or written); "
+    "3 with --fail-on-broken when any link is broken; 4 with --fail-on-broken when a budget (--max-pages, "
+    "--max-bytes, --deadline, the link checks) stopped the check before it covered the site (incomplete; "
+    "--allow-incomplete accepts it); 130 and 143 when Ctrl-C or SIGTERM stopped the walk (after everything is written)."
 )
 
 

@@ -12,6 +12,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.items import human_bytes
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -20,9 +21,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
+    from sitewalk.budget import Budget
     from sitewalk.hints import Surface
 
-__all__ = ["TerminalProgress", "progress_interval", "terminal_handler"]
+__all__ = ["TerminalProgress", "budgets_spent", "progress_interval", "terminal_handler"]
 
 # Back to the start of the line, and erase it.
 _ERASE = "\r\x1b[K"
@@ -41,6 +43,15 @@ def progress_interval(settings: BaseSettings, surface: Surface) -> float:
             f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
             "0 = a progress line at each new depth only)"
         ) from None
+
+
+def budgets_spent(budget: Budget) -> str:
+    """How much of each of the walk's budgets ``budget`` spent, for the summary of a walk that one
+    of them stopped: ``budgets spent: pages 20/20, 3.1 MB/20 MB, 12.0s/60s``."""
+    return (
+        f"budgets spent: pages {budget.pages}/{budget.max_pages}, {human_bytes(budget.bytes)}/{human_bytes(budget.max_bytes)}, "
+        f"{budget.elapsed():.1f}s/{budget.deadline:g}s"
+    )
 
 
 def terminal_handler(settings: BaseSettings) -> logging.StreamHandler[IO[str]] | None:
