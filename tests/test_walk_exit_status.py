@@ -13,7 +13,7 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from tests import forkserver
-from tests.conftest import allow_loopback, clean_environment, run_sitewalk, sitewalk_command, wait_for_pages
+from tests.conftest import ROOT, allow_loopback, clean_environment, run_sitewalk, sitewalk_command, wait_for_pages
 
 # Five pages in a row: / -> /1 -> /2 -> /3 -> /4.
 CHAIN = {"/": {"title": "Home", "links": ["/1"]}, **{f"/{n}": {"title": f"P{n}", "links": [f"/{n + 1}"]} for n in range(1, 4)},
@@ -170,3 +170,28 @@ def test_a_signal_exits_128_plus_its_number_after_everything_is_written(make_sit
     assert report["stopped"] == "interrupted"
     fetched = [json.loads(line)["url"] for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
     assert len(fetched) == report["fetched"] and len(site.paths()) < 11
+
+
+def test_every_exit_status_is_in_help_and_in_the_docs(tmp_path):
+    """Each of them is run by a test: 0, 3 and 4 above, 1 and 2 here and in test_command_sitewalk.py,
+    130 and 143 above."""
+    result = run_sitewalk("--help", cwd=tmp_path)
+    # argparse wraps the description at hyphens too: compared without whitespace.
+    helped = "".join(result.stdout.split())
+    table = (ROOT / "docs" / "command.md").read_text(encoding="utf-8").split("## Exit status")[1].split("\n## ")[0]
+    documented = {int(status) for row in table.splitlines() if row.startswith("| ") and row[2].isdigit()
+                  for status in row.split("|")[1].split(",")}
+    assert documented == {0, 1, 2, 3, 4, 130, 143}
+    for words in ("0 when the walk ran", "1 when the seed could not be fetched or answered 4xx/5xx",
+                  "2 for invalid arguments or settings", "3 with --fail-on-broken", "4 with --fail-on-broken",
+                  "--allow-incomplete accepts it", "130 and 143 when Ctrl-C or SIGTERM"):
+        assert "".join(words.split()) in helped
+
+
+def test_bad_input_is_2_and_an_unreachable_seed_1(tmp_path, unused_port):
+    bad = run_sitewalk("http://127.0.0.1:9/", "-s", "ROBOTSTXT_OBEY=nope", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.splitlines() == [
+        "sitewalk: error: -s ROBOTSTXT_OBEY=nope: ROBOTSTXT_OBEY takes true or false (e.g. -s ROBOTSTXT_OBEY=true)"]
+    unreachable = run_sitewalk(f"http://127.0.0.1:{unused_port}/", "-s", "ROBOTSTXT_OBEY=false", *allow_loopback(), cwd=tmp_path)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.splitlines()[-1].endswith("could not be fetched: connection refused")
