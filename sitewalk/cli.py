@@ -31,6 +31,16 @@ _DESCRIPTION = (
 )
 
 
+# Options that set a Scrapy setting: name -> (setting, metavar (None: a --NAME/--no-NAME switch), help).
+_SETTING_OPTIONS: dict[str, tuple[str, str | None, str]] = {
+    "allow_networks": ("SITEWALK_GUARD_ALLOW_NETWORKS", "CIDRS",
+                       "comma-separated networks the address guard lets the walk reach besides public addresses, "
+                       "e.g. 10.0.0.0/8 for an intranet site; default: public addresses only"),
+    "robots": ("ROBOTSTXT_OBEY", None, "obey robots.txt; default: true; --no-robots fetches pages it disallows"),
+    "user_agent": ("USER_AGENT", "TEXT", "the User-Agent header of every request"),
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, except that an error is the one line that says it (the usage is ``--help``'s)."""
 
@@ -66,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
         "--jobdir", metavar="DIR",
         help="keep the walk's state in DIR: stop it (Ctrl-C once, or SIGTERM) and run the same command again to resume it",
     )
+    # The options sitewalk-mcp's operator has (sitewalk.mcp.options), with the same names.
+    for name, (setting, metavar, text) in _SETTING_OPTIONS.items():
+        if metavar is None:
+            output.add_argument(option(name), dest=name, action=argparse.BooleanOptionalAction, default=None,
+                                help=f"{text} (-s {setting})")
+        else:
+            output.add_argument(option(name), dest=name, metavar=metavar, help=f"{text} (-s {setting})")
     output.add_argument(
         "-s", "--set", metavar="NAME=VALUE", action="append", default=[],
         help="set any Scrapy setting, e.g. -s SITEWALK_GUARD_ALLOW_NETWORKS=10.0.0.0/8 or -s LOG_LEVEL=DEBUG (may be repeated)",
@@ -98,6 +115,9 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
         parser.error(str(exc))
     if options.jobdir:
         settings.set("JOBDIR", options.jobdir, priority="cmdline")
+    for name, (setting, _, _) in _SETTING_OPTIONS.items():
+        if getattr(options, name) is not None:
+            settings.set(setting, getattr(options, name), priority="cmdline")
     # Without -o, stdout, unless -s FEEDS=... names the feeds.
     outputs = options.output or ([] if settings.getdict("FEEDS") else ["-"])
     if options.format:
