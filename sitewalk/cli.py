@@ -11,7 +11,9 @@ from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
 from sitewalk.commands.crawl import flags, format_error, run_walk, unrecognized, value_name
 from sitewalk.config import argument, arguments
-from sitewalk.hints import option
+from sitewalk.configchecks import check_settings
+from sitewalk.exceptions import SitewalkError
+from sitewalk.hints import COMMAND, option
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,9 +23,22 @@ __all__ = ["main"]
 _DESCRIPTION = (
     "Walk one web site breadth-first from URL: same origin only, every page once, robots.txt obeyed, "
     "inside the budgets below. Items go to the -o file(s), or as JSON lines to stdout; progress and "
-    "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it), 2 for invalid "
-    "arguments, 1 when the seed itself could not be fetched, 3 with --fail-on-broken when any link is broken."
+    "the summary go to stderr. Exit status: 0 when the walk ran (whatever stopped it); 1 when the seed could "
+    "not be fetched or answered 4xx/5xx; 2 for invalid arguments or settings (nothing is requested or written); "
+    "3 with --fail-on-broken when any link is broken; 4 with --fail-on-broken when a budget (--max-pages, "
+    "--max-bytes, --deadline, the link checks) stopped the check before it covered the site (incomplete; "
+    "--allow-incomplete accepts it); 130 and 143 when Ctrl-C or SIGTERM stopped the walk (after everything is written)."
 )
+
+
+# Options that set a Scrapy setting: name -> (setting, metavar (None: a --NAME/--no-NAME switch), help).
+_SETTING_OPTIONS: dict[str, tuple[str, str | None, str]] = {
+    "allow_networks": ("SITEWALK_GUARD_ALLOW_NETWORKS", "CIDRS",
+                       "comma-separated networks the address guard lets the walk reach besides public addresses, "
+                       "e.g. 10.0.0.0/8 for an intranet site; default: public addresses only"),
+    "robots": ("ROBOTSTXT_OBEY", None, "obey robots.txt; default: true; --no-robots fetches pages it disallows"),
+    "user_agent": ("USER_AGENT", "TEXT", "the User-Agent header of every request"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
         "--jobdir", metavar="DIR",
         help="keep the walk's state in DIR: stop it (Ctrl-C once, or SIGTERM) and run the same command again to resume it",
     )
+    # The options sitewalk-mcp's operator has (sitewalk.mcp.options), with the same names.
+    for name, (setting, metavar, text) in _SETTING_OPTIONS.items():
+        if metavar is None:
+            output.add_argument(option(name), dest=name, action=argparse.BooleanOptionalAction, default=None,
+                                help=f"{text} (-s {setting})")
+        else:
+            output.add_argument(option(name), dest=name, metavar=metavar, help=f"{text} (-s {setting})")
     output.add_argument(
         "-s", "--set", metavar="NAME=VALUE", action="append", default=[],
         help="set any Scrapy setting, e.g. -s SITEWALK_GUARD_ALLOW_NETWORKS=10.0.0.0/8 or -s LOG_LEVEL=DEBUG (may be repeated)",
@@ -79,11 +101,23 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
     settings = Settings()
     settings.setmodule("sitewalk.settings", priority="project")
     try:
-        settings.setdict(arglist_to_dict(options.set), priority="cmdline")
+        given = arglist_to_dict(options.set)
     except ValueError:
         parser.error("invalid -s value: use -s NAME=VALUE")
+    for name, value in given.items():
+        try:
+            settings.set(name, value, priority="cmdline")
+        except ValueError:  # a setting of Scrapy's that is a table takes JSON (FEEDS)
+            parser.error(f"-s {name}={value}: {name} takes a JSON object (e.g. -s {name}={{}})")
+    try:
+        check_settings(settings, COMMAND)
+    except SitewalkError as exc:
+        parser.error(str(exc))
     if options.jobdir:
         settings.set("JOBDIR", options.jobdir, priority="cmdline")
+    for name, (setting, _, _) in _SETTING_OPTIONS.items():
+        if getattr(options, name) is not None:
+            settings.set(setting, getattr(options, name), priority="cmdline")
     # Without -o, stdout, unless -s FEEDS=... names the feeds.
     outputs = options.output or ([] if settings.getdict("FEEDS") else ["-"])
     if options.format:

@@ -100,11 +100,13 @@ class WalkConfig:
         ),
     )
     deadline: float = field(
-        default=60.0, metadata=arg("seconds the whole walk may take; a page still arriving then is cut off", above=0,
-                              unit="seconds")
+        default=60.0, metadata=arg("seconds the whole walk may take (or with a unit: 90s, 30m, 2h); a page still "
+                                   "arriving then is cut off", above=0, unit="seconds")
     )
     max_bytes: int = field(
-        default=20_000_000, metadata=arg("most body bytes (after decompression) to download for the whole walk", minimum=1)
+        default=20_000_000, metadata=arg("most body bytes (after decompression) to download for the whole walk "
+                                         "(or with a unit: 500M, 2G; k, M, G are powers of 1000)", minimum=1,
+                                         unit="bytes")
     )
     report: str | None = field(default=None, metadata=arg("path of the report JSON"))
     html_report: str | None = field(
@@ -119,7 +121,14 @@ class WalkConfig:
     )
     fail_on_broken: bool = field(
         default=False,
-        metadata=arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure)"),
+        metadata=arg("exit with status 3 when the report lists any broken link (4xx, 5xx or a failure), and with "
+                      "status 4 (incomplete) when a budget (max_pages, max_bytes, deadline, the link checks) stopped "
+                      "the check before it covered the site"),
+    )
+    allow_incomplete: bool = field(
+        default=False,
+        metadata=arg("with fail_on_broken: accept a check that a budget stopped early (a bounded sample): no exit "
+                      "status 4, and the JUnit file's incomplete testcase is skipped, not failed"),
     )
     check_links: bool = field(
         default=False,

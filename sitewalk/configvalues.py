@@ -24,6 +24,12 @@ __all__ = ["EXAMPLE_SEED", "Argument", "arg", "check_query", "check_seed", "conv
 EXAMPLE_SEED = "https://docs.example.com/"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
+# A size or a duration with its unit: 500M, 2G, 1.5GB, 90s, 30m, 2h (a plain number: bytes, seconds).
+_QUANTITY = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*")
+_BYTE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_SECOND_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+_UNITS = {"bytes": (_BYTE_UNITS, "500M, 2G"), "seconds": (_SECOND_UNITS, "90s, 30m, 2h")}
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 # RFC 9110 token characters; CR, LF and NUL can never be part of a field value.
@@ -52,6 +58,8 @@ def convert(declared: Any, value: Any, shown: str, unit: str = "") -> Any:
         if isinstance(value, str) and (word := parse_bool(value)) is not None:
             return word
         raise SitewalkError(f"{shown} must be true or false, got {value!r}")
+    if isinstance(value, str) and unit in _UNITS and _QUANTITY.fullmatch(value):
+        value = _quantity(value, shown, unit, whole=declared is int)
     if declared is int:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise SitewalkError(f"{shown} must be a whole number, got {value!r}")
@@ -75,6 +83,23 @@ def convert(declared: Any, value: Any, shown: str, unit: str = "") -> Any:
             raise SitewalkError(f"{shown} must be a string, got {value!r}")
         return value
     raise TypeError(f"no conversion to {declared!r} for {shown}")
+
+
+def _quantity(text: str, shown: str, unit: str, *, whole: bool) -> int | float:
+    """``text`` (``500M``, ``30m``, ``90``) as a number of ``unit`` (bytes or seconds)."""
+    factors, examples = _UNITS[unit]
+    found = _QUANTITY.fullmatch(text)
+    assert found is not None
+    number, suffix = found.groups()
+    factor = factors.get(suffix.lower() if unit == "bytes" else suffix)
+    if factor is None:
+        raise SitewalkError(f"{shown} must be a number of {unit}, with a unit or not (e.g. {examples}), got {text!r}")
+    amount = float(number) * factor
+    if whole:
+        if amount != int(amount):
+            raise SitewalkError(f"{shown} must be a whole number of {unit}, got {text!r}")
+        return int(amount)
+    return amount
 
 
 def headers(value: Any) -> dict[str, str]:

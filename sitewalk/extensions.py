@@ -19,8 +19,8 @@ from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
-from sitewalk.linkreport import write_junit
-from sitewalk.progress import progress_interval, terminal_handler
+from sitewalk.linkreport import Incomplete, incomplete, write_junit
+from sitewalk.progress import budgets_spent, progress_interval, terminal_handler
 from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import WalkComponent
 
@@ -126,6 +126,8 @@ class WalkReport(WalkComponent):
         super().__init__(crawler)
         self._path = jobs.report_path(crawler.settings, self.walk.config.report, self.walk.job)
         self.report: Report | None = None
+        # Why the walk did not cover its site, when a budget stopped it (sitewalk.linkreport.incomplete).
+        self.incomplete: Incomplete | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def spider_closed(self, reason: str) -> None:
@@ -162,9 +164,16 @@ class WalkReport(WalkComponent):
         consumer = config.consumer
         grep = self.crawler.get_spider_middleware(GrepMiddleware)
         matches = (grep.matches if grep is not None else 0) if consumer == "grep" else None
-        logger.info("sitewalk: %s", report.summary(consumer, walk.surface, matches))
+        self.incomplete = gap = incomplete(report.stopped, len(report.unvisited), book, walk.surface)
+        summary = report.summary(consumer, walk.surface, matches)
+        if gap is not None:
+            summary += f"; {gap.short}; {budgets_spent(walk.ledger)}"
+        logger.info("sitewalk: %s", summary)
         if report.broken_links and config.link_report:
-            logger.info("sitewalk: %d broken links (the report's broken_links)", len(report.broken_links))
+            listed = [f"{what} {path}" for what, path in (("the report's broken_links in", self._path),
+                      ("the JUnit file", config.junit), ("the HTML report", config.html_report)) if path is not None]
+            where = ", ".join(listed) or f"give {walk.surface.argument('report', 'report.json')} to list them"
+            logger.info("sitewalk: %s (%s)", count(len(report.broken_links), "broken link"), where)
         if report.robots_skipped:
             logger.info(
                 "sitewalk: %s skipped because robots.txt disallows them (set %s to fetch them)",
@@ -177,7 +186,9 @@ class WalkReport(WalkComponent):
             outputs.append(("the report", self._path, lambda path: Path(path).write_text(
                 json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")))
         if config.junit is not None:
-            outputs.append(("the JUnit file", config.junit, lambda path: write_junit(path, book, verdicts)))
+            allow = walk.surface.argument("allow_incomplete", True)
+            outputs.append(("the JUnit file", config.junit, lambda path: write_junit(
+                path, book, verdicts, gap, allow, accepted=config.allow_incomplete)))
         if config.html_report is not None:
             outputs.append(("the HTML report", config.html_report,
                             lambda path: write_html(path, report, book, config, walk.surface)))

@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from sitewalk.failures import describe
 from sitewalk.items import Page
 from sitewalk.kinds import KIND, Kind, kind_of
-from sitewalk.linkreport import BROKEN_KINDS, Verdict, http_reason
+from sitewalk.linkreport import BROKEN_KINDS, MAX_CHECKS, Unchecked, Verdict, http_reason
 from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.state import WalkComponent
 
@@ -122,11 +122,13 @@ class LinkChecker(WalkComponent):
         super().__init__(crawler)
         if not self.walk.config.check_links:
             raise NotConfigured
-        self._most = crawler.settings.getint("SITEWALK_LINKCHECK_MAX_CHECKS")
+        self._most = crawler.settings.getint(MAX_CHECKS)
         self._delay = self.walk.config.delay
         # Every distinct URL to check, in the order pages gave them; their verdicts.
         self._wanted: dict[str, None] = {}
         self.verdicts: dict[str, Verdict] = {}
+        # Why a URL wanted was not checked, for those that were not (the rest: the walk's end).
+        self._skipped: dict[str, Unchecked] = {}
         self._queues: dict[str, deque[str]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._reading: set[asyncio.Task[None]] = set()
@@ -166,7 +168,10 @@ class LinkChecker(WalkComponent):
         if url in self._wanted:
             return
         self._wanted[url] = None
-        if len(self._wanted) > self._most or self.walk.halting:
+        if len(self._wanted) > self._most:
+            self._skipped[url] = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
+            return
+        if self.walk.halting:
             return
         host = ada_url.URL(url).host
         queue = self._queues.setdefault(host, deque())
@@ -185,7 +190,7 @@ class LinkChecker(WalkComponent):
         while queue and not self._over():
             url = queue.popleft()
             other = not self.walk.frontier.same_origin(url)
-            verdict = None
+            verdict: Verdict | None = None
             for method in ("HEAD", "GET"):
                 if self._over():
                     break
@@ -193,16 +198,20 @@ class LinkChecker(WalkComponent):
                     await asyncio.sleep(wait)
                 async with self._slots:
                     started = loop.time()
-                    verdict = await self._ask(url, method, other)
-                if verdict is None or verdict.status not in _HEAD_REFUSED:
+                    answer = await self._ask(url, method, other)
+                if isinstance(answer, Unchecked):
+                    self._skipped[url], verdict = answer, None
+                    break
+                verdict = answer
+                if verdict.status not in _HEAD_REFUSED:
                     break
             if verdict is not None:
                 self.verdicts[url] = verdict
                 self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
 
-    async def _ask(self, url: str, method: str, other: bool) -> Verdict | None:
-        """One request for ``url``; its verdict, or None when the walk's budget cut it off, or
-        robots.txt disallows it (not checked)."""
+    async def _ask(self, url: str, method: str, other: bool) -> Verdict | Unchecked:
+        """One request for ``url``; its verdict, or why it was not checked: the walk's budget cut
+        it off, or robots.txt disallows it."""
         # A check on the walk's origin is paced with its pages and obeys robots.txt (sitewalk.kinds).
         meta: dict[str, Any] = {KIND: Kind.CHECK, "dont_redirect": True, "handle_httpstatus_all": True}
         if other:
@@ -215,11 +224,14 @@ class LinkChecker(WalkComponent):
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - any failure to fetch it is the link's verdict
             failure = Failure(exc)
-            if self.walk.ledger.cut_off(failure, request) is not None:
-                return None
+            cut = self.walk.ledger.cut_off(failure, request)
+            if cut is not None:
+                return Unchecked(cut[1], budget=True)
             failed = describe(failure, request)
             # A failure that says nothing of the link (robots.txt, DOWNLOAD_MAXSIZE): not checked.
-            return Verdict(url, None, failed.kind, failed.reason) if failed.kind in BROKEN_KINDS else None
+            if failed.kind in BROKEN_KINDS:
+                return Verdict(url, None, failed.kind, failed.reason)
+            return Unchecked(failed.reason, budget=False)
         status = response.status
         reason = http_reason(status)
         location = response.headers.get(b"Location")
@@ -252,7 +264,7 @@ class LinkChecker(WalkComponent):
             # A halt (the deadline, an interruption) is looked for between waits.
             await asyncio.wait(pending, timeout=0.1)
         unchecked = self.unchecked()
-        self.walk.results.links.links_checked({**self.verdicts, **self._fragment_verdicts()}, unchecked)
+        self.walk.results.links.links_checked({**self.verdicts, **self._fragment_verdicts()}, unchecked, self._most)
         if unchecked:
             self.crawler.stats.set_value("sitewalk/linkcheck/unchecked", len(unchecked))
             logger.info("sitewalk: %d links not checked (the walk's end, or SITEWALK_LINKCHECK_MAX_CHECKS=%d)",
@@ -265,10 +277,11 @@ class LinkChecker(WalkComponent):
         if checker is not None:
             await checker.finished()
 
-    def unchecked(self) -> list[str]:
-        """The URLs to check that were not: past the checks' budget, cut off by the walk's end, or
-        disallowed by the walk origin's robots.txt."""
-        return [url for url in self._wanted if url not in self.verdicts]
+    def unchecked(self) -> dict[str, Unchecked]:
+        """The URLs to check that were not, and why: past the checks' budget, cut off by the walk's
+        end, or disallowed by the walk origin's robots.txt."""
+        ended = Unchecked("the walk ended before it was checked", budget=True)
+        return {url: self._skipped.get(url, ended) for url in self._wanted if url not in self.verdicts}
 
     def _fragment_verdicts(self) -> dict[str, Verdict]:
         """The verdicts of the links with a fragment to a page fetched."""

@@ -12,9 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sitewalk.hints import Surface
     from sitewalk.items import Page
 
-__all__ = ["BROKEN_KINDS", "FIRST_INLINKS", "LinkBook", "PageRecord", "Verdict", "http_reason", "write_junit"]
+__all__ = [
+    "BROKEN_KINDS", "BUDGET_STOPS", "FIRST_INLINKS", "Incomplete", "LinkBook", "PageRecord", "Unchecked", "Verdict",
+    "http_reason", "incomplete", "write_junit",
+]
 
 # The failure kinds (sitewalk.failures) that make a link broken: the URL could not be fetched.
 # Not: robots (never asked for), budget (the walk's own limit cut it), too-large (DOWNLOAD_MAXSIZE,
@@ -23,6 +27,11 @@ __all__ = ["BROKEN_KINDS", "FIRST_INLINKS", "LinkBook", "PageRecord", "Verdict",
 BROKEN_KINDS = frozenset({
     "network", "timeout", "dns", "refused", "protocol", "guard", "redirect-loop", "too-many-redirects", "other",
 })
+# The stops by a budget, and the walk argument that raises each: they leave pages of the walk's scope
+# unfetched. max_depth is scope, not a budget: a walk that ran out of pages within it is complete.
+BUDGET_STOPS = {"max-pages": "max_pages", "max-bytes": "max_bytes", "deadline": "deadline"}
+# The setting that bounds check_links' requests.
+MAX_CHECKS = "SITEWALK_LINKCHECK_MAX_CHECKS"
 # How many of the pages that link to a URL are named; all of them are counted.
 FIRST_INLINKS = 10
 # XML 1.0 has no place for these characters, even escaped; a reason may carry them.
@@ -58,6 +67,57 @@ class Verdict:
         return self.status is None or self.status >= 400 or self.kind == "fragment"
 
 
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """Why check_links did not check a link: its ``reason``, and whether a budget left it
+    (``budget``: past SITEWALK_LINKCHECK_MAX_CHECKS, or the walk's end), which leaves the check
+    incomplete; a link robots.txt disallows is the walk's choice, not a gap."""
+
+    reason: str
+    budget: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Incomplete:
+    """Why a walk's check did not cover its site: the budget stop (``max-pages``, ``max-bytes``,
+    ``deadline``) or ``max-checks``, the known pages left unvisited, the links a budget left
+    unchecked, and what to change (``fix``, as the walk's front end spells it)."""
+
+    reason: str
+    unvisited: int
+    unchecked: int
+    fix: str
+
+    @property
+    def short(self) -> str:
+        """What the summary says of it: ``incomplete: max-pages left 37 pages unvisited``."""
+        parts = [f"{_count(self.unvisited, 'page')} unvisited"] if self.reason != "max-checks" else []
+        if self.unchecked:
+            parts.append(f"{_count(self.unchecked, 'link')} unchecked")
+        return f"incomplete: {self.reason} left {' and '.join(parts)}"
+
+    def message(self, allowed: str) -> str:
+        """The JUnit testcase's message; ``allowed``: the flag that accepts an incomplete check."""
+        return f"the check is {self.short}: {self.fix} (or give {allowed} to accept an incomplete check)"
+
+
+def incomplete(stopped: str | None, unvisited: int, book: LinkBook, surface: Surface) -> Incomplete | None:
+    """Whether a walk that ended with ``stopped`` (the report's), ``unvisited`` known pages left
+    and ``book``'s unchecked links covered its site: None if it did, else why not."""
+    unchecked = sum(why.budget for why in book.unchecked_why.values())
+    if stopped in BUDGET_STOPS:
+        limit = BUDGET_STOPS[stopped]
+        return Incomplete(stopped, unvisited, unchecked, f"raise {surface.option(limit)}")
+    if unchecked:
+        most = book.max_checks or 0
+        return Incomplete("max-checks", 0, unchecked, f"raise {surface.setting(MAX_CHECKS, max(most * 2, 1000))}")
+    return None
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def http_reason(status: int) -> str:
     """``HTTP 404 Not Found``; a status without a standard phrase is ``HTTP 599``."""
     try:
@@ -91,6 +151,9 @@ class LinkBook:
         # With check_links: the verdicts of the links it checked, and the URLs it left unchecked.
         self._checked: dict[str, Verdict] = {}
         self.unchecked: list[str] = []
+        self.unchecked_why: dict[str, Unchecked] = {}
+        # SITEWALK_LINKCHECK_MAX_CHECKS of the walk that checked them.
+        self.max_checks: int | None = None
 
     def page_fetched(self, page: Page, links: list[str], meta: Mapping[str, Any]) -> None:
         """A page went through the walk with ``links`` (its response's ``meta`` has the download
@@ -131,11 +194,14 @@ class LinkBook:
             if len(first) < FIRST_INLINKS:
                 first.append(index)
 
-    def links_checked(self, verdicts: dict[str, Verdict], unchecked: list[str]) -> None:
+    def links_checked(self, verdicts: dict[str, Verdict], unchecked: dict[str, Unchecked], max_checks: int) -> None:
         """What check_links found (:mod:`sitewalk.linkcheck`): the verdicts of links to other
-        sites, of resources and of links with a fragment, and the URLs it did not check."""
+        sites, of resources and of links with a fragment, the URLs it did not check and why, and
+        the most it could check (``max_checks``)."""
         self._checked.update(verdicts)
-        self.unchecked = unchecked
+        self.unchecked = list(unchecked)
+        self.unchecked_why = unchecked
+        self.max_checks = max_checks
 
     def redirected_to_known(self, url: str, meta: Mapping[str, Any]) -> None:
         """A redirect led to ``url``, a page the walk knows already (so no page comes of it): its
@@ -201,15 +267,25 @@ class LinkBook:
             yield page, [verdicts[url] for url in links if url in verdicts]
 
 
-def write_junit(path: str, book: LinkBook, verdicts: dict[str, Verdict]) -> None:
-    """The JUnit XML file: one testsuite per fetched page (named by its final URL), one testcase per link
-    it has that the walk checked, a broken one a ``failure`` whose type is its kind."""
+def write_junit(
+    path: str, book: LinkBook, verdicts: dict[str, Verdict], gap: Incomplete | None = None,
+    allow: str = "-a allow_incomplete=true", accepted: bool = False,
+) -> None:
+    """The JUnit XML file: one testsuite per fetched page (named by its final URL), one testcase per
+    link it has that the walk checked, a broken one a ``failure`` whose type is its kind, and one
+    per link check_links left unchecked, ``skipped`` with why. A walk that did not cover its site
+    (``gap``) ends with a testsuite ``sitewalk`` whose testcase says why: a ``failure`` of type
+    ``incomplete`` naming ``allow``, the flag that accepts it, or ``skipped`` when it was given
+    (``accepted``)."""
     root = ET.Element("testsuites", name="sitewalk")
-    total = failed = 0
-    for page, links in book.checked_links(verdicts):
+    total = failed = skipped = 0
+    unchecked = book.unchecked_why
+    for page, urls in book.page_links():
+        links = [verdicts[url] for url in urls if url in verdicts]
+        gaps = [url for url in urls if url in unchecked and url not in verdicts]
         broken = sum(verdict.broken for verdict in links)
-        suite = ET.SubElement(root, "testsuite", name=_xml(page.final_url), tests=str(len(links)), failures=str(broken),
-                              errors="0", skipped="0", time=f"{page.latency or 0:.3f}")
+        suite = ET.SubElement(root, "testsuite", name=_xml(page.final_url), tests=str(len(links) + len(gaps)),
+                              failures=str(broken), errors="0", skipped=str(len(gaps)), time=f"{page.latency or 0:.3f}")
         properties = ET.SubElement(suite, "properties")
         for name, value in (("status", page.status), ("depth", page.depth)):
             ET.SubElement(properties, "property", name=name, value=str(value))
@@ -218,10 +294,28 @@ def write_junit(path: str, book: LinkBook, verdicts: dict[str, Verdict]) -> None
             if verdict.broken:
                 failure = ET.SubElement(case, "failure", message=_xml(verdict.reason), type=verdict.kind)
                 failure.text = _xml(f"{verdict.url} linked from {page.final_url}: {verdict.reason}")
-        total += len(links)
+        for url in gaps:
+            case = ET.SubElement(suite, "testcase", classname=_xml(page.final_url), name=_xml(url))
+            ET.SubElement(case, "skipped", message=_xml(f"not checked: {unchecked[url].reason}"))
+        total += len(links) + len(gaps)
         failed += broken
+        skipped += len(gaps)
+    if gap is not None:
+        suite = ET.SubElement(root, "testsuite", name="sitewalk", tests="1", failures=str(int(not accepted)), errors="0",
+                              skipped=str(int(accepted)), time="0.000")
+        case = ET.SubElement(suite, "testcase", classname="sitewalk", name="the walk covered the site")
+        if accepted:
+            ET.SubElement(case, "skipped", message=_xml(f"the check is {gap.short} (accepted by {allow})"))
+        else:
+            failure = ET.SubElement(case, "failure", message=_xml(gap.message(allow)), type="incomplete")
+            failure.text = _xml(f"stopped: {gap.reason}; pages left unvisited: {gap.unvisited}; "
+                                f"links left unchecked: {gap.unchecked}; {gap.fix}")
+        total += 1
+        failed += int(not accepted)
+        skipped += int(accepted)
     root.set("tests", str(total))
     root.set("failures", str(failed))
+    root.set("skipped", str(skipped))
     ET.indent(root)
     Path(path).write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n")
 

@@ -12,6 +12,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.items import human_bytes
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from sitewalk.hints import Surface
+    from sitewalk.ledger import Ledger
 
-__all__ = ["TerminalProgress", "progress_interval", "terminal_handler"]
+__all__ = ["TerminalProgress", "budgets_spent", "progress_interval", "terminal_handler"]
 
 # Back to the start of the line, and erase it.
 _ERASE = "\r\x1b[K"
@@ -41,6 +43,15 @@ def progress_interval(settings: BaseSettings, surface: Surface) -> float:
             f"{surface.setting(name, interval)} is not a number of seconds (give e.g. {surface.setting(name, 10)}; "
             "0 = a progress line at each new depth only)"
         ) from None
+
+
+def budgets_spent(ledger: Ledger) -> str:
+    """How much of each of the walk's budgets the ``ledger`` says was spent, for the summary of a
+    walk that one of them stopped: ``budgets spent: pages 20/20, 3.1 MB/20 MB, 12.0s/60s``."""
+    return (
+        f"budgets spent: pages {ledger.pages}/{ledger.max_pages}, {human_bytes(ledger.bytes)}/{human_bytes(ledger.max_bytes)}, "
+        f"{ledger.elapsed():.1f}s/{ledger.deadline:g}s"
+    )
 
 
 def terminal_handler(settings: BaseSettings) -> logging.StreamHandler[IO[str]] | None:
@@ -66,7 +77,7 @@ def _is_terminal(stream: object) -> bool:
 
 class TerminalProgress(WalkComponent):
     """When the log shows on a terminal (:func:`terminal_handler`), the progress line
-    (:meth:`sitewalk.ledger.Budget.progress`: pages, depth, bytes, time, rate, time left) is
+    (:meth:`sitewalk.ledger.Ledger.progress`: pages, depth, bytes, time, rate, time left) is
     drawn on the terminal's last line and updated in place every second, instead of a new line
     every ``SITEWALK_PROGRESS_INTERVAL`` seconds; a log record erases it first, so the log reads
     as elsewhere (the lines at each new depth included), and it is erased when the walk ends.

@@ -202,3 +202,21 @@ def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(
     ]
     assert feed.read_bytes() == b'{"url": "http://old.test/"}\n\xff and no newline at the end'
     assert site.requests() == []
+
+
+def test_the_options_sitewalk_mcp_has_set_the_same_settings(make_site, tmp_path):
+    from sitewalk.cli import _SETTING_OPTIONS
+    from sitewalk.mcp.options import OPTIONS
+
+    assert {name: setting for name, (setting, _, _) in _SETTING_OPTIONS.items()} == {
+        name: OPTIONS[name].setting for name in ("allow_networks", "robots", "user_agent")}
+    site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"},
+                      "/": {"title": "Home"}})
+    result = run_sitewalk(site("/"), "--allow-networks", "127.0.0.1/32", "--no-robots", "--user-agent", "ci-check/1",
+                          "--max-depth", "0", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # robots.txt not asked, the page fetched though it disallows it, with the User-Agent given.
+    assert [(entry["path"], entry["headers"].get("User-Agent")) for entry in site.requests()] == [("/", "ci-check/1")]
+    refused = run_sitewalk(site("/"), "--max-depth", "0", "--robots", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert site.requests() == [site.requests()[0]]  # the guard refused loopback without --allow-networks

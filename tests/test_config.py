@@ -22,7 +22,7 @@ def test_defaults_live_in_one_place():
     assert WalkConfig.from_mapping({"seed": SEED}) == WalkConfig(seed=SEED)
     assert {f.name: f.default for f in dataclasses.fields(WalkConfig) if f.name != "headers"} == {
         "seed": dataclasses.MISSING, "max_depth": 1, "max_pages": 20, "delay": 0.25, "concurrency": 1, "deadline": 60.0,
-        "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "check_links": False, "grep": None, "max_matches": 50, "ignore_case": False,
+        "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "allow_incomplete": False, "check_links": False, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
         "include": None, "exclude": None, "no_parent": False, "content": None, "main_content": False,
         "links": False, "sitemap": False, "save_dir": None, "render": "never",
@@ -76,7 +76,7 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"max_pages": True}, "max_pages must be a whole number, got True"),
         ({"max_pages": 0}, "max_pages must be >= 1, got 0"),
         ({"max_depth": -1}, "max_depth must be >= 0, got -1"),
-        ({"max_bytes": 0}, "max_bytes must be >= 1, got 0"),
+        ({"max_bytes": 0}, "max_bytes must be >= 1 bytes, got 0"),
         ({"grep": "x", "max_matches": "0"}, "max_matches must be >= 1, got 0"),
         ({"grep": "x", "context": -2}, "context must be >= 0, got -2"),
         ({"delay": "soon"}, "delay must be a number of seconds, got 'soon'"),
@@ -113,7 +113,7 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"config": {"config": "other.toml"}}, "config mapping names another config"),
         ({"max_page": 2}, "unknown argument 'max_page' (did you mean 'max_pages'?)"),
         ({"gerp": "x"}, "unknown argument 'gerp' (did you mean 'grep'?)"),
-        ({"zzz": 1}, "unknown argument 'zzz' (known: check_links, concurrency, content, context, css,"),
+        ({"zzz": 1}, "unknown argument 'zzz' (known: allow_incomplete, check_links, concurrency, content, context, css,"),
         ({"context": 1}, "context is an option of grep: give a grep pattern too, or leave context out"),
         ({"ignore_case": True}, "ignore_case is an option of grep: give a grep pattern too"),
         ({"max_matches": "5"}, "max_matches is an option of grep: give a grep pattern too"),
@@ -221,3 +221,42 @@ def test_unreadable_config_files_name_the_file(tmp_path: Path):
     latin1.write_bytes('seed = "https://a.example/caf\xe9"\n'.encode("latin-1"))
     with pytest.raises(SitewalkError, match=re.escape(f"config '{latin1}' is not UTF-8 text")):
         WalkConfig.from_mapping({"config": str(latin1)})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("max_bytes", "500M", 500_000_000), ("max_bytes", "2G", 2_000_000_000), ("max_bytes", "1.5GB", 1_500_000_000),
+        ("max_bytes", "64k", 64_000), ("max_bytes", "4KiB", 4096), ("max_bytes", "1MiB", 2**20),
+        # A plain number keeps its meaning: bytes, seconds.
+        ("max_bytes", "20000000", 20_000_000), ("max_bytes", 1234, 1234),
+        ("deadline", "90s", 90.0), ("deadline", "30m", 1800.0), ("deadline", "2h", 7200.0), ("deadline", "1.5m", 90.0),
+        ("deadline", "45", 45.0), ("deadline", 2.5, 2.5),
+    ],
+)
+def test_sizes_and_durations_take_units(key, value, expected):
+    assert getattr(config(**{key: value}), key) == expected
+
+
+def test_units_in_a_config_file(tmp_path: Path):
+    path = tmp_path / "walk.toml"
+    path.write_text('max_bytes = "500M"\ndeadline = "30m"\n', encoding="utf-8")
+    walk = config(config=str(path))
+    assert (walk.max_bytes, walk.deadline) == (500_000_000, 1800.0)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("max_bytes", "5X", "max_bytes must be a number of bytes, with a unit or not (e.g. 500M, 2G), got '5X'"),
+        ("max_bytes", "0.5", "max_bytes must be a whole number of bytes, got '0.5'"),
+        ("max_bytes", "0M", "max_bytes must be >= 1 bytes, got 0"),
+        ("deadline", "3d", "deadline must be a number of seconds, with a unit or not (e.g. 90s, 30m, 2h), got '3d'"),
+        ("deadline", "30M", "deadline must be a number of seconds, with a unit or not"),
+        ("deadline", "0s", "deadline must be > 0 seconds, got 0"),
+    ],
+)
+def test_a_bad_unit_is_one_line(key, value, message):
+    with pytest.raises(SitewalkError) as raised:
+        config(**{key: value})
+    assert str(raised.value).startswith(message)

@@ -24,10 +24,12 @@ from twisted.internet.defer import Deferred
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig, arguments
-from sitewalk.configchecks import check_run
+from sitewalk.configchecks import check_run, check_settings
 from sitewalk.exceptions import SitewalkError
 from sitewalk.extensions import WalkReport
 from sitewalk.hints import CLI, COMMAND, SCRAPYD, Surface
+from sitewalk.items import count
+from sitewalk.linkreport import http_reason
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Sequence
@@ -36,10 +38,17 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
     from twisted.python.failure import Failure
 
+    from sitewalk.state import Walk
+
 logger = logging.getLogger(__name__)
 
-# The exit status of a walk that found broken links, with fail_on_broken (0 ran, 1 seed failed, 2 bad input).
+# The exit statuses of a walk: 0 it ran; 1 the seed could not be fetched or answered 4xx/5xx; 2 bad
+# input (nothing started); with fail_on_broken, 3 broken links found, 4 a budget stopped the check
+# before it covered the site (broken links too: 3). The sitewalk command stopped by a signal: 128 + its
+# number (130 Ctrl-C, 143 SIGTERM), after everything is written.
+EXIT_SEED = 1
 EXIT_BROKEN = 3
+EXIT_INCOMPLETE = 4
 
 # Scrapy's loggers whose INFO lines quiet_scrapy_info keeps out of a walk's log.
 _QUIET_AT_INFO = (
@@ -59,6 +68,9 @@ class Command(ScrapyCrawlCommand):
 
     # How messages spell the input to change: scrapy crawl's -a/-s, or the sitewalk command's options.
     surface: Surface = CLI
+    # Whether a walk stopped by SIGINT or SIGTERM exits 128 + the signal's number (the sitewalk
+    # command, as shells and CI expect); scrapy crawl keeps Scrapy's 0.
+    exit_on_signal = False
     # The option strings scrapy crawl knows (add_options).
     _flags: list[str]
 
@@ -83,6 +95,11 @@ class Command(ScrapyCrawlCommand):
         except UsageError as exc:
             outputs = [("-o", output) for output in opts.output or []] + [("-O", output) for output in opts.overwrite_output or []]
             _refuse(format_error(self.settings, outputs) or str(exc))
+        try:
+            # Before Scrapy reads any of them (LOG_LEVEL as the crawler process starts).
+            check_settings(self.settings, SCRAPYD if "_job" in opts.spargs else self.surface)
+        except SitewalkError as exc:
+            _refuse(str(exc))
         quiet_scrapy_info(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -107,24 +124,25 @@ class Command(ScrapyCrawlCommand):
         # scrapyd job's id too, which names its outputs).
         job = {"_job": opts.spargs["_job"]} if "_job" in opts.spargs else {}
         refusal = _Refusal(self.crawler_process.crawl(crawler, config=config, surface=surface, **job))
-        _Interrupt(crawler).install_when_running()
+        interrupt = _Interrupt(crawler)
+        interrupt.install_when_running()
         self.crawler_process.start(install_signal_handlers=False)
         walk = getattr(crawler.spider, "walk", None)
         if refusal.error is not None:
             print(f"sitewalk: error: {refusal.error}", file=sys.stderr)
             self.exitcode = 2
+        elif self.exit_on_signal and interrupt.signum is not None:
+            self.exitcode = 128 + interrupt.signum
         elif walk is None or self.crawler_process.bootstrap_failed:
-            self.exitcode = 1
-        elif walk.results.seed_error is not None:
-            url, failed = walk.results.seed_error
-            message = failed.seed_message(url, surface)
+            self.exitcode = EXIT_SEED
+        elif (message := _seed_failed(walk, surface)) is not None:
             if crawler.settings.get("LOG_FILE"):
                 # A log file (scrapyd's job log) would not show the line printed to stderr.
                 logger.error("sitewalk: error: %s", message)
             print(f"sitewalk: error: {message}", file=sys.stderr)
-            self.exitcode = 1
-        elif config.fail_on_broken and _broken_links(crawler):
-            self.exitcode = EXIT_BROKEN
+            self.exitcode = EXIT_SEED
+        elif config.fail_on_broken:
+            self.exitcode = _check_status(crawler, config, surface)
 
 
 # Options of the sitewalk command that scrapy crawl spells otherwise.
@@ -170,13 +188,36 @@ def format_error(settings: BaseSettings, outputs: Sequence[tuple[str, str]], giv
     return None
 
 
-def _broken_links(crawler: Crawler) -> int:
-    """How many broken links the walk's report lists (fail_on_broken), said in the log."""
+def _seed_failed(walk: Walk, surface: Surface) -> str | None:
+    """The line that says the seed failed: it could not be fetched, or it answered 4xx or 5xx (its
+    page is an item and in the report all the same); None when it did not."""
+    if walk.results.seed_error is not None:
+        url, failed = walk.results.seed_error
+        return failed.seed_message(url, surface)
+    pages = walk.results.links.pages
+    if pages and pages[0].depth == 0 and pages[0].status >= 400:
+        seed = pages[0]
+        return f"{surface.name('seed')} {seed.url} answered {http_reason(seed.status)}"
+    return None
+
+
+def _check_status(crawler: Crawler, config: WalkConfig, surface: Surface) -> int:
+    """The exit status of a walk with fail_on_broken, said in the log: broken links (3) before a
+    check that a budget stopped early (4, unless allow_incomplete)."""
     reporter = crawler.get_extension(WalkReport)
-    count = len(reporter.report.broken_links) if reporter is not None and reporter.report is not None else 0
-    if count:
-        logger.error("sitewalk: %d broken links: exit status %d (fail_on_broken)", count, EXIT_BROKEN)
-    return count
+    if reporter is None or reporter.report is None:
+        return 0
+    broken = len(reporter.report.broken_links)
+    gap = None if config.allow_incomplete else reporter.incomplete
+    if broken:
+        also = f"; the check is {gap.short}" if gap is not None else ""
+        logger.error("sitewalk: %s%s: exit status %d (fail_on_broken)", count(broken, "broken link"), also, EXIT_BROKEN)
+        return EXIT_BROKEN
+    if gap is not None:
+        logger.error("sitewalk: the check is %s: exit status %d (fail_on_broken); %s, or give %s to accept it",
+                     gap.short, EXIT_INCOMPLETE, gap.fix, surface.argument("allow_incomplete", True))
+        return EXIT_INCOMPLETE
+    return 0
 
 
 def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
@@ -184,6 +225,7 @@ def run_walk(settings: Settings, spargs: dict[str, Any]) -> int:
     (the project's and the command line's); returns the exit status."""
     command = Command()
     command.surface = COMMAND
+    command.exit_on_signal = True
     command.settings = settings
     quiet_scrapy_info(settings)
     # As scrapy.cmdline picks the crawler process for the configured reactor.
@@ -270,11 +312,14 @@ class _Interrupt:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        # The first signal received, if any.
+        self.signum: int | None = None
 
     def install_when_running(self) -> None:
         _reactor().addSystemEventTrigger("after", "startup", install_shutdown_handlers, self.first)
 
     def first(self, signum: int, _: Any) -> None:
+        self.signum = signum
         install_shutdown_handlers(self.second)
         _reactor().callFromThread(self._stop_walk, signum)
 
