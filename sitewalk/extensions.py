@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO
 
-    from scrapy import Spider
+    from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
     from scrapy.utils.asyncio import CallLaterResult
@@ -118,8 +118,10 @@ class WalkReport(WalkComponent):
     one-line summary in the log.
 
     ``stopped`` is Scrapy's close reason (``finish_reason``): null for ``finished``,
-    ``interrupted`` for Scrapy's own ``shutdown``. Stats: ``sitewalk/budget/stopped/<reason>``,
-    ``sitewalk/links/broken`` (the broken URLs of ``broken_links``).
+    ``interrupted`` for Scrapy's own ``shutdown``. ``refetched`` counts the requests that reach
+    the downloader for the pages a resumed walk's damaged journal lost (:attr:`sitewalk.jobs.JobState.lost`),
+    each once. Stats: ``sitewalk/budget/stopped/<reason>``, ``sitewalk/links/broken`` (the broken
+    URLs of ``broken_links``), ``sitewalk/jobdir/refetched``.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -128,7 +130,17 @@ class WalkReport(WalkComponent):
         self.report: Report | None = None
         # Why the walk did not cover its site, when a budget stopped it (sitewalk.linkreport.incomplete).
         self.incomplete: Incomplete | None = None
+        # The pages the journal lost, until each is requested again.
+        self._lost = set(self.walk.resumed.lost) if self.walk.resumed else set()
+        self._refetched = 0
+        if self._lost:
+            crawler.signals.connect(self.request_reached_downloader, signal=signals.request_reached_downloader)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def request_reached_downloader(self, request: Request) -> None:
+        if request.url in self._lost:
+            self._lost.discard(request.url)
+            self._refetched += 1
 
     def spider_closed(self, reason: str) -> None:
         walk = self.walk
@@ -152,6 +164,7 @@ class WalkReport(WalkComponent):
             sitemaps=list(walk.results.sitemaps),
             sitemaps_not_read=list(walk.results.sitemaps_not_read),
             unchecked_links=list(walk.results.links.unchecked),
+            refetched=self._refetched,
         )
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)
@@ -160,6 +173,8 @@ class WalkReport(WalkComponent):
             self.crawler.stats.set_value("sitewalk/links/broken", len(report.broken_links))
         if report.out_of_scope:
             self.crawler.stats.set_value("sitewalk/scope/out_of_scope", report.out_of_scope)
+        if report.refetched:
+            self.crawler.stats.set_value("sitewalk/jobdir/refetched", report.refetched)
         config = walk.config
         consumer = config.consumer
         grep = self.crawler.get_spider_middleware(GrepMiddleware)

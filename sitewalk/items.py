@@ -213,6 +213,9 @@ class Report:
     # With check_links: the URLs to check that were not (past SITEWALK_LINKCHECK_MAX_CHECKS, or
     # left when the walk halted).
     unchecked_links: list[str] = field(default_factory=list)
+    # With JOBDIR: the pages a resumed walk fetched again because its journal was damaged (the
+    # pages done that the lines dropped name); 0 when not resumed or not damaged.
+    refetched: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -236,6 +239,7 @@ class Report:
             f"{count(self.fetched, 'page')}, {human_bytes(self.bytes)} in {self.elapsed_s:.2f}s from "
             f"{self.origin or self.seed}{found}; {ending}; failures: {len(self.failures)}; "
             f"robots_skipped: {len(self.robots_skipped)}; unvisited: {len(self.unvisited)}"
+            + (f"; refetched: {self.refetched}" if self.refetched else "")
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -13,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 from w3lib.url import file_uri_to_path
 
 from sitewalk.exceptions import SitewalkError
+from sitewalk.items import count
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.settings import BaseSettings
 
     from sitewalk.config import WalkConfig
@@ -96,15 +100,19 @@ class JobState:
     elapsed: float = 0.0
     # Bytes each local feed held after the last page the journal says is done.
     feeds: dict[str, int] = field(default_factory=dict)
+    # The pages done that the journal lost to damage (named by the lines replay dropped, as far
+    # as they can be read): the resumed walk fetches them again (the report's ``refetched``).
+    lost: set[str] = field(default_factory=set)
 
 
 def check_jobdir(settings: BaseSettings, config: WalkConfig) -> None:
     """A :class:`SitewalkError` if JOBDIR holds the journal of a walk of another seed, or of one
-    whose consumer made other items (another grep pattern, other css/xpath, another content mode)."""
+    whose consumer made other items (another grep pattern, other css/xpath, another content mode),
+    or a journal whose header cannot be read (an empty file, a damaged first line)."""
     path = journal_path(settings)
     if path is not None and path.exists():
         with path.open("rb") as file:
-            _check_header(_header(file.readline()), config, path)
+            _check_header(_header(file.readline(), settings), config, path)
 
 
 def consumer_of(config: WalkConfig) -> dict[str, Any]:
@@ -113,17 +121,30 @@ def consumer_of(config: WalkConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in _CONSUMER_FIELDS}
 
 
-def _header(line: bytes) -> dict[str, Any] | None:
-    try:
-        header = json.loads(line)
-    except ValueError:
-        return None
-    return header if isinstance(header, dict) and header.get("journal") == _VERSION else None
+def _header(line: bytes, settings: BaseSettings) -> dict[str, Any]:
+    """The journal's header (its first line, ``line``); a :class:`SitewalkError` when it cannot be
+    read: nothing in such a journal can be resumed, and starting over would replace it."""
+    jobdir = settings.get("JOBDIR")
+    if not line:
+        why = "is empty"
+    elif not line.endswith(b"\n"):
+        why = "has only its first line, cut short"
+    else:
+        header = _object(line)
+        if isinstance(header, dict) and header.get("journal") == _VERSION and isinstance(header.get("seed"), str):
+            return header
+        version = header.get("journal") if isinstance(header, dict) else None
+        if isinstance(version, int) and not isinstance(version, bool):
+            why = f"is of another sitewalk (journal version {version}, this one reads {_VERSION})"
+        else:
+            why = f"does not start with a sitewalk journal's header (line 1 is {header if isinstance(header, str) else 'another JSON object'})"
+    raise SitewalkError(
+        f"JOBDIR {jobdir}: its journal ({JOURNAL}) {why}: nothing in it can be resumed; "
+        f"delete {jobdir} to start the walk over, or give the walk another JOBDIR"
+    )
 
 
-def _check_header(header: dict[str, Any] | None, config: WalkConfig, path: Path) -> None:
-    if header is None:
-        return
+def _check_header(header: dict[str, Any], config: WalkConfig, path: Path) -> None:
     seed = config.seed
     if header.get("seed") != seed:
         raise SitewalkError(
@@ -143,8 +164,14 @@ def _check_header(header: dict[str, Any] | None, config: WalkConfig, path: Path)
 
 def replay(settings: BaseSettings, config: WalkConfig) -> JobState | None:
     """The walk that JOBDIR's journal records, to go on from; None to start the walk (no
-    journal, or one that cannot be resumed: a line says why). A journal of another seed is a
-    :class:`SitewalkError`: that JOBDIR belongs to another walk."""
+    journal, or one whose walk never fetched its seed). A :class:`SitewalkError` when that JOBDIR
+    belongs to another walk, or when its journal is too damaged to resume anything.
+
+    A journal damaged after its header (:func:`_entry` says what a readable line is) goes on
+    from the last line before the damage: the lines after it are dropped, the journal cut there,
+    and the pages they name as done are :attr:`JobState.lost`. A last line cut short (the walk
+    died as it wrote it, as a ``kill -9`` may leave it) is said at INFO, any other damage in one
+    WARNING line."""
     path = journal_path(settings)
     if path is None:
         return None
@@ -152,35 +179,59 @@ def replay(settings: BaseSettings, config: WalkConfig) -> JobState | None:
         if (path.parent / _OLD_STATE).exists():
             logger.info("JOBDIR %s holds a walk of an older sitewalk, which cannot be resumed: starting over", path.parent)
         return None
+    jobdir = settings.get("JOBDIR")
     lines = path.read_bytes().split(b"\n")
-    header = _header(lines[0])
-    _check_header(header, config, path)
-    if header is None:
-        logger.info("JOBDIR %s: its journal is unreadable or from another sitewalk version: starting over", path.parent)
+    # What follows the last newline: nothing, or a line cut short.
+    cut = lines.pop()
+    _check_header(_header(lines[0] + b"\n" if lines else cut, settings), config, path)
+    entries: list[dict[str, Any]] = []
+    damaged: list[tuple[int, str]] = []
+    for number, line in enumerate(lines[1:], start=2):
+        entry = _entry(line)
+        if isinstance(entry, str):
+            damaged.append((number, entry))
+        elif not damaged:
+            entries.append(entry)
+    kept = 1 + len(entries)
+    state, done = _state(entries)
+    # The pages done that the lines dropped name, as far as each can be read.
+    for line in [*lines[kept:], cut]:
+        state.lost.update(_named_done(line))
+    state.lost -= done
+    total = len(lines) + (1 if cut else 0)
+    if state.origin is None:
+        if damaged:
+            number, why = damaged[0]
+            raise SitewalkError(
+                f"JOBDIR {jobdir}: its journal cannot be read at line {number} ({why}), before the walk's first "
+                f"page is recorded: nothing in it can be resumed; delete {jobdir} to start the walk over"
+            )
+        logger.info("JOBDIR %s: the walk's seed was never fetched: starting over", path.parent)
         return None
+    if damaged:
+        logger.warning(
+            "JOBDIR %s: its journal cannot be read at %s; resuming from line %d of %d: %s done, %d queued; "
+            "the pages done after it are fetched again (the report's refetched counts them), and the journal is cut there",
+            jobdir, _damage(damaged), kept, total, count(state.pages, "page"), len(state.queue),
+        )
+        # Cut there, so that this walk's lines follow the last line read and the next rerun reads them.
+        os.truncate(path, sum(len(line) + 1 for line in lines[:kept]))
+    elif cut:
+        logger.info(
+            "JOBDIR %s: its journal's last line (line %d) was cut short as the walk ended; resuming from line %d of %d: "
+            "%s done, %d queued; the pages done after it are fetched again",
+            jobdir, total, kept, total, count(state.pages, "page"), len(state.queue),
+        )
+    return state
+
+
+def _state(entries: list[dict[str, Any]]) -> tuple[JobState, set[str]]:
+    """The walk that the journal's ``entries`` (its lines after the header, read) record, and
+    the pages they say are done."""
     state = JobState()
     done: set[str] = set()
     queued: list[Entry] = []
-    # The last line is cut short if the walk died while writing it: it did not happen. A line
-    # that cannot be read before others (a damaged disk, an edited file) ends the replay there:
-    # the journal is cut back to the lines before it, so each rerun goes on from the same place.
-    offset = len(lines[0]) + 1
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or not isinstance(entry["queued"], list):
-                raise ValueError(line)
-        except (ValueError, KeyError):
-            later = sum(1 for rest in lines[number:] if rest.strip())
-            if later:
-                logger.warning(
-                    "JOBDIR %s: line %d of its journal cannot be read; the walk goes on from the line before it, "
-                    "and the pages done in the %d lines after it are fetched again (the journal is cut there)",
-                    path.parent, number, later + 1,
-                )
-                os.truncate(path, offset)
-            break
-        offset += len(line) + 1
+    for entry in entries:
         queued.extend((url, depth, found_on) for url, depth, found_on in entry["queued"])
         state.seen.update(entry["seen"])
         state.held.extend((links, depth, found_on) for links, depth, found_on in entry["held"])
@@ -192,12 +243,126 @@ def replay(settings: BaseSettings, config: WalkConfig) -> JobState | None:
         state.out_of_scope = entry.get("out_of_scope", 0)
         state.pages, state.bytes, state.elapsed = entry["pages"], entry["bytes"], entry["elapsed"]
         state.feeds = entry["feeds"]
-    if state.origin is None:
-        logger.info("JOBDIR %s: the walk's seed was never fetched: starting over", path.parent)
-        return None
     state.queue = [item for item in queued if item[0] not in done]
     state.seen.update(url for url, _, _ in queued)
-    return state
+    return state, done
+
+
+def _damage(damaged: list[tuple[int, str]]) -> str:
+    """Where a journal is damaged, for its WARNING line: ``line 7 (not JSON)``, then any other
+    damaged lines after it (the first few)."""
+    (number, why), others = damaged[0], [str(number) for number, _ in damaged[1:]]
+    said = f"line {number} ({why})"
+    if others:
+        shown = ", ".join(others[:_LINES_SAID]) + (f" and {len(others) - _LINES_SAID} more" if len(others) > _LINES_SAID else "")
+        said += f"; lines {shown} after it are damaged too" if len(others) > 1 else f"; line {shown} after it is damaged too"
+    return said
+
+
+def _object(line: bytes) -> dict[str, Any] | str:
+    """The JSON object on one line of a journal, or what it is instead."""
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "empty" if not text.strip() else "not JSON"
+    return value if isinstance(value, dict) else "not a JSON object"
+
+
+def _entry(line: bytes) -> dict[str, Any] | str:
+    """The entry a line after the journal's header holds, each field of the type replaying it
+    takes; else what is wrong with the line."""
+    entry = _object(line)
+    if isinstance(entry, str):
+        return entry
+    for name, valid in _FIELDS.items():
+        if name not in entry and name in _SINCE_VERSION_1:
+            continue
+        if name not in entry:
+            return f"no {name!r}"
+        if not valid(entry[name]):
+            return f"{name!r} is not {_FIELD_TYPES[name]}"
+    return entry
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _string(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _triples(value: object, first: Callable[[object], bool], last: Callable[[object], bool]) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, list) and len(item) == 3 and first(item[0]) and _count(item[1]) and last(item[2]) for item in value
+    )
+
+
+def _failure(value: object) -> bool:
+    return (isinstance(value, dict) and all(isinstance(value.get(key), str) for key in ("url", "kind", "reason"))
+            and isinstance(value.get("found_on"), (str, type(None))))
+
+
+# Each field of a journal entry, with the test its value passes and the type that test wants.
+_FIELDS: dict[str, Callable[[object], bool]] = {
+    "queued": lambda value: _triples(value, _string, lambda found_on: found_on is None or isinstance(found_on, str)),
+    "seen": _strings,
+    "held": lambda value: _triples(value, _strings, _string),
+    "done": _strings,
+    "origin": lambda value: value is None or isinstance(value, str),
+    "failures": lambda value: isinstance(value, list) and all(_failure(item) for item in value),
+    "robots_skipped": _strings,
+    "consumers": lambda value: isinstance(value, dict) and all(_count(item) for item in value.values()),
+    "out_of_scope": _count,
+    "pages": _count,
+    "bytes": _count,
+    "elapsed": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf,
+    "feeds": lambda value: isinstance(value, dict) and all(_count(item) for item in value.values()),
+}
+_FIELD_TYPES = {
+    "queued": "a list of [url, depth, found_on]", "seen": "a list of URLs", "held": "a list of [links, depth, found_on]",
+    "done": "a list of URLs", "origin": "a URL or null", "failures": "a list of failure records",
+    "robots_skipped": "a list of URLs", "consumers": "an object of counts", "out_of_scope": "a count",
+    "pages": "a count", "bytes": "a count", "elapsed": "a number of seconds", "feeds": "an object of sizes",
+}
+# Fields a line of sitewalk's first journals may lack.
+_SINCE_VERSION_1 = frozenset({"origin", "out_of_scope"})
+# How many damaged lines after the first a WARNING names.
+_LINES_SAID = 5
+# Where a line of the journal lists the pages done (written compact, by Journal).
+_DONE = '"done":['
+
+
+def _named_done(line: bytes) -> list[str]:
+    """The URLs a line dropped from a journal names as done, as far as it can be read: a line cut
+    short names those before the cut, one too damaged to find its list none."""
+    entry = _object(line)
+    if isinstance(entry, dict) and _strings(entry.get("done")):
+        return list(entry["done"])
+    text = line.decode(errors="replace")
+    index = text.find(_DONE)
+    if index < 0:
+        return []
+    index += len(_DONE)
+    urls = []
+    decoder = json.JSONDecoder()
+    while text.startswith('"', index):
+        try:
+            url, index = decoder.raw_decode(text, index)
+        except ValueError:
+            break
+        urls.append(url)
+        if text.startswith(",", index):
+            index += 1
+    return urls
 
 
 def cut_feeds(feeds: dict[str, Path], sizes: dict[str, int]) -> None:

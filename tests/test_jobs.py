@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from scrapy.settings import Settings
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
 from sitewalk.exceptions import SitewalkError
+from sitewalk.items import count
 from sitewalk.state import Walk
 from tests.conftest import walk_for
 
@@ -119,17 +121,15 @@ def test_another_seeds_jobdir_is_refused_naming_it(tmp_path):
     jobs.check_jobdir(settings, config())
 
 
-@pytest.mark.parametrize(("content", "why"), [
-    (None, "seed was never fetched"),
-    (b"not json\n", "unreadable or from another sitewalk version"),
-])
-def test_a_journal_that_cannot_be_resumed_starts_the_walk_over_saying_why(tmp_path, caplog, content, why):
+@pytest.mark.parametrize("cut", [None, b'{"queued":[["http://site.test/a",1'])
+def test_a_journal_whose_seed_was_never_fetched_starts_the_walk_over_saying_why(tmp_path, caplog, cut):
     settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], done=[SEED], pages=1))
-    if content is not None:
-        jobs.journal_path(settings).write_bytes(content)
+    if cut is not None:  # the seed's line, cut short by a kill
+        path = jobs.journal_path(settings)
+        path.write_bytes(path.read_bytes().split(b"\n")[0] + b"\n" + cut)
     with caplog.at_level("INFO"):
         assert jobs.replay(settings, config()) is None
-    assert why in caplog.text
+    assert "seed was never fetched: starting over" in caplog.text
     assert jobs.replay(Settings(), config()) is None  # no JOBDIR
 
 
@@ -158,8 +158,8 @@ def test_a_damaged_line_is_said_once_and_the_journal_cut_there(tmp_path, caplog)
         state = jobs.replay(settings, config())
     assert state is not None and state.queue == [(SEED + "a", 1, SEED)] and state.pages == 1
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
-        f"JOBDIR {path.parent}: line 3 of its journal cannot be read; the walk goes on from the line before it, "
-        "and the pages done in the 2 lines after it are fetched again (the journal is cut there)"
+        f"JOBDIR {path.parent}: its journal cannot be read at line 3 (not JSON); resuming from line 2 of 4: 1 page done, "
+        "1 queued; the pages done after it are fetched again (the report's refetched counts them), and the journal is cut there"
     ]
     # Repaired: the next replay reads every line there is, and says nothing.
     caplog.clear()
@@ -178,3 +178,136 @@ def test_a_rerun_with_another_consumer_is_refused_naming_what_differs(tmp_path, 
     with pytest.raises(SitewalkError, match=re.escape(message) + ": its feed would mix the two"):
         jobs.check_jobdir(settings, config(**given))
     jobs.check_jobdir(settings, config(grep="needle"))
+
+
+A, B, C = SEED + "a", SEED + "b", SEED + "c"
+
+
+def four_pages(tmp_path):
+    """A journal of the seed and its three links, each done on a line of its own (lines 2 to 5)."""
+    return journal_of(
+        tmp_path,
+        entry(queued=[[SEED, 0, None], [A, 1, SEED], [B, 1, SEED], [C, 1, SEED]], done=[SEED], origin="http://site.test", pages=1),
+        entry(done=[A], pages=2, feeds={"out.jsonl": 20}),
+        entry(done=[B], pages=3, feeds={"out.jsonl": 40}),
+        entry(done=[C], pages=4, feeds={"out.jsonl": 60}),
+    )
+
+
+def damage(path: Path, number: int, line: bytes | None, *, newline: bool = True) -> None:
+    """Line ``number`` (from 1) of the journal replaced by ``line`` (None: removed); with
+    ``newline`` false, the file's last newline gone."""
+    lines = path.read_bytes().split(b"\n")[:-1]
+    if line is None:
+        del lines[number - 1]
+    else:
+        lines[number - 1] = line
+    path.write_bytes(b"\n".join(lines) + (b"\n" if newline else b""))
+
+
+def line_of(**changes: object) -> bytes:
+    return json.dumps(entry(**changes), separators=(",", ":")).encode()
+
+
+# Each kind of damage after the header: the line damaged, what it becomes; what replay keeps
+# (the last line read, the queue left, the pages done then), the pages lost, and what it says.
+RECOVERED = [
+    pytest.param(5, b'{"queued":[],"seen":[],"held":[],"done":["http://site.test/c"],"ori', False,
+                 4, [C], 3, {C}, "INFO", "its journal's last line (line 5) was cut short as the walk ended; "
+                 "resuming from line 4 of 5: 3 pages done, 1 queued", id="last-line-cut-after-its-done"),
+    pytest.param(5, b'{"queued":[],"seen":[],"held":[],"done":["http://site.te', False,
+                 4, [C], 3, set(), "INFO", "its journal's last line (line 5) was cut short", id="last-line-cut-in-its-done"),
+    pytest.param(5, line_of(done=[C], pages=4), False,
+                 4, [C], 3, {C}, "INFO", "its journal's last line (line 5) was cut short", id="last-line-without-newline"),
+    pytest.param(4, b"\x00\x00\x00garbage", True,
+                 3, [B, C], 2, {C}, "WARNING", "its journal cannot be read at line 4 (not JSON); resuming from line 3 "
+                 "of 5: 2 pages done, 2 queued; the pages done after it are fetched again", id="not-json"),
+    pytest.param(4, b"[1, 2]", True, 3, [B, C], 2, {C}, "WARNING", "at line 4 (not a JSON object)", id="not-an-object"),
+    pytest.param(4, b"", True, 3, [B, C], 2, {C}, "WARNING", "at line 4 (empty)", id="empty-line"),
+    pytest.param(4, line_of(done=[B], pages="3"), True,
+                 3, [B, C], 2, {B, C}, "WARNING", "at line 4 ('pages' is not a count)", id="wrong-type"),
+    pytest.param(4, line_of(done=[B], queued=[[SEED + "d", "1", B]]), True,
+                 3, [B, C], 2, {B, C}, "WARNING", "at line 4 ('queued' is not a list of [url, depth, found_on])",
+                 id="wrong-type-inside"),
+    pytest.param(4, line_of(done=[B], pages=3)[:-1] + b',"bytes":"x"}', True,
+                 3, [B, C], 2, {B, C}, "WARNING", "at line 4 ('bytes' is not a count)", id="wrong-type-duplicate-key"),
+    pytest.param(4, line_of(done=[B], pages=3).replace(b'"done":["http://site.test/b"],', b""), True,
+                 3, [B, C], 2, {C}, "WARNING", "at line 4 (no 'done')", id="missing-field"),
+    pytest.param(4, line_of(done=[B], pages=3, feeds={"out\udcff": 1}).replace(b"\\udcff", b"\xff"), True,
+                 3, [B, C], 2, {B, C}, "WARNING", "at line 4 (not UTF-8)", id="not-utf-8"),
+]
+
+
+@pytest.mark.parametrize(("number", "line", "newline", "kept", "queue", "pages", "lost", "level", "said"), RECOVERED)
+def test_a_damaged_journal_resumes_from_the_last_line_before_the_damage_and_says_so(
+    tmp_path, caplog, number, line, newline, kept, queue, pages, lost, level, said
+):
+    settings = four_pages(tmp_path)
+    path = jobs.journal_path(settings)
+    damage(path, number, line, newline=newline)
+    size = path.stat().st_size
+    with caplog.at_level("INFO"):
+        state = jobs.replay(settings, config())
+    assert state is not None
+    assert state.queue == [(url, 1, SEED) for url in queue] and state.pages == pages and state.lost == lost
+    assert state.feeds == ({"out.jsonl": 20 * (pages - 1)} if pages > 1 else {})
+    said_lines = [r for r in caplog.records if "its journal" in r.getMessage()]
+    assert len(said_lines) == 1 and said_lines[0].levelname == level
+    message = said_lines[0].getMessage()
+    assert message.startswith(f"JOBDIR {settings['JOBDIR']}: ") and said in message
+    assert f"resuming from line {kept} of 5: {count(pages, 'page')} done, {len(queue)} queued" in message
+    if level == "WARNING":
+        # Cut after the last line read: this walk's lines follow it, and the next rerun reads them.
+        assert path.read_bytes().count(b"\n") == kept
+    else:
+        # A line cut short is left to the journal, which drops it when it opens (the walk may yet be refused).
+        assert path.stat().st_size == size
+
+
+def test_every_damaged_line_is_named_in_the_one_warning(tmp_path, caplog):
+    settings = four_pages(tmp_path)
+    path = jobs.journal_path(settings)
+    damage(path, 3, b"garbage")
+    damage(path, 5, b"[]")
+    state = jobs.replay(settings, config())
+    # Line 4 names its page; neither damaged line can say which page it was.
+    assert state is not None and state.lost == {B}
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "at line 3 (not JSON); line 5 after it is damaged too; resuming from line 2 of 5" in warning
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (b"", "its journal (sitewalk.journal) is empty"),
+    (b'{"journal":1,"seed":"http://si', "its journal (sitewalk.journal) has only its first line, cut short"),
+    (b"not json\n", "does not start with a sitewalk journal's header (line 1 is not JSON)"),
+    (b'{"journal":1,"seed":"http://site.test/\xff"}\n', "(line 1 is not UTF-8)"),
+    (b"[1]\n", "(line 1 is not a JSON object)"),
+    (line_of(done=[SEED], origin="http://site.test") + b"\n", "(line 1 is another JSON object)"),
+    (b'{"journal":2,"seed":"http://site.test/"}\n', "is of another sitewalk (journal version 2, this one reads 1)"),
+])
+def test_a_journal_without_a_readable_header_is_refused_naming_jobdir_and_what_to_do(tmp_path, content, why):
+    settings = journal_of(tmp_path, entry(queued=[[SEED, 0, None]], done=[SEED], origin="http://site.test", pages=1))
+    path = jobs.journal_path(settings)
+    path.write_bytes(content)
+    jobdir = settings["JOBDIR"]
+    expected = f"JOBDIR {jobdir}: " + r".*" + re.escape(why) + r".*" + re.escape(
+        f": nothing in it can be resumed; delete {jobdir} to start the walk over, or give the walk another JOBDIR")
+    with pytest.raises(SitewalkError, match=expected):
+        jobs.check_jobdir(settings, config())
+    with pytest.raises(SitewalkError, match=expected):
+        jobs.replay(settings, config())
+    assert path.read_bytes() == content
+
+
+def test_a_journal_damaged_before_the_seeds_line_is_refused(tmp_path):
+    settings = four_pages(tmp_path)
+    path = jobs.journal_path(settings)
+    damage(path, 2, b"garbage")
+    content = path.read_bytes()
+    jobdir = settings["JOBDIR"]
+    with pytest.raises(SitewalkError, match=re.escape(
+        f"JOBDIR {jobdir}: its journal cannot be read at line 2 (not JSON), before the walk's first page is recorded: "
+        f"nothing in it can be resumed; delete {jobdir} to start the walk over"
+    )):
+        jobs.replay(settings, config())
+    assert path.read_bytes() == content
