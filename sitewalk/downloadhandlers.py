@@ -101,13 +101,14 @@ class WalkHTTPDownloadHandler(HTTP11DownloadHandler):
 def _marking(get_connection: Any) -> Any:
     """``HTTPConnectionPool.getConnection``, which also marks the request being sent with
     whether its connection is a reused one: the pool hands a cached connection in a Deferred that
-    has already fired, a new one only once it has connected."""
+    has fired with it, a new one in a Deferred still waiting for the connection (it may have
+    fired already, its address known at once, and be paused on the connect)."""
 
     def getConnection(key: Hashable, endpoint: IStreamClientEndpoint) -> Deferred[HTTP11ClientProtocol]:  # noqa: N802 - Twisted's name
         connection: Deferred[HTTP11ClientProtocol] = get_connection(key, endpoint)
         meta = _SENDING.get()
         if meta is not None:
-            meta[REUSED] = connection.called
+            meta[REUSED] = connection.called and not connection.paused
         return connection
 
     return getConnection
