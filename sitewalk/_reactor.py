@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
+from sitewalk._compat import reactor_event_loop
 from sitewalk.exceptions import SitewalkError
 
 C = TypeVar("C")
@@ -26,11 +27,7 @@ def _reactor_loop() -> asyncio.AbstractEventLoop | None:
         raise SitewalkError(
             "sitewalk needs Twisted's asyncio reactor, but another reactor is installed in this process"
         )
-    from twisted.internet import reactor
-
-    # The asyncio reactor keeps its loop in a private attribute: no public API of Twisted gives it.
-    loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
-    return loop
+    return reactor_event_loop()
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:

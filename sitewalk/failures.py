@@ -40,19 +40,12 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
-
-# Scrapy raises IgnoreRequest from this private exception when a body grows past the download
-# size limit while it is decompressed; no public exception tells that case apart.
-from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import error as twisted_errors
 from twisted.internet.defer import CancelledError
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
-# Twisted defines the failures of its HTTP client only in a private module; no public name has them.
-from twisted.web._newclient import BadResponseVersion, ParseError, ResponseFailed, ResponseNeverReceived
-
-# Twisted's marker of a body cut short, in a private module; no public name has it.
-from twisted.web.http import _DataLoss
+from sitewalk._compat import BadResponseVersion, DataLoss, DecompressionMaxSizeExceeded, ParseError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -171,7 +164,7 @@ def too_large(failure: Failure) -> bool:
     """Whether the download was cut at its size limit."""
     exc = failure.value
     return bool(failure.check(DownloadCancelledError, CancelledError)) or (
-        isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, _DecompressionMaxSizeExceeded)
+        isinstance(exc, IgnoreRequest) and isinstance(exc.__cause__, DecompressionMaxSizeExceeded)
     )
 
 
@@ -213,7 +206,7 @@ def _response_failed(exc: ResponseFailed) -> Failed:
             return Failed("protocol", f"invalid HTTP status line {_text(value.args[-1])!r}")
         if isinstance(value, TLSError):
             return Failed("protocol", f"TLS failed: {value}")
-        if isinstance(value, (twisted_errors.ConnectionDone, twisted_errors.ConnectionLost, _DataLoss)):
+        if isinstance(value, (twisted_errors.ConnectionDone, twisted_errors.ConnectionLost, DataLoss)):
             continue  # the close that ended the response; another reason may say more
         return Failed("protocol", f"invalid HTTP response ({type(value).__name__}: {value})")
     if isinstance(exc, ResponseNeverReceived):

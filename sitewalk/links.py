@@ -15,8 +15,15 @@ import codecs
 import re
 
 import ada_url
-from ada_url._ada_wrapper import ffi, lib
 from selectolax.lexbor import LexborHTMLParser
+
+# ada's C API, called directly in the per-link loop: ada_url.join_url wraps each call in a
+# garbage-collected handle and error handling that cost twice the parsing itself.
+from sitewalk._compat import ada_free as _free
+from sitewalk._compat import ada_get_href as _get_href
+from sitewalk._compat import ada_is_valid as _is_valid
+from sitewalk._compat import ada_parse_with_base as _parse_with_base
+from sitewalk._compat import ada_unpack as _unpack
 
 __all__ = ["UTF8_CHARSETS", "normalize", "page_links", "page_title", "parse_html"]
 
@@ -24,13 +31,6 @@ __all__ = ["UTF8_CHARSETS", "normalize", "page_links", "page_title", "parse_html
 UTF8_CHARSETS = frozenset({"utf-8", "utf8", "ascii", "us-ascii"})
 
 _join = ada_url.join_url
-# ada's C API, called directly in the per-link loop: ada_url.join_url wraps each call in a
-# garbage-collected handle and error handling that cost twice the parsing itself.
-_parse_with_base = lib.ada_parse_with_base
-_is_valid = lib.ada_is_valid
-_get_href = lib.ada_get_href
-_free = lib.ada_free
-_unpack = ffi.unpack
 # Links a crawler may follow (the rel test in the selector saves a Python call per link), and the
 # elements that change how they are followed: one pass over the document finds them all, in order.
 _FOLLOWED = 'a[href]:not([rel~="nofollow" i]), area[href]:not([rel~="nofollow" i])'

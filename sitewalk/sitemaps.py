@@ -7,13 +7,10 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-
-# Scrapy's gunzip raises this private exception (a ValueError) past its max_size; no public
-# exception tells that case apart from a damaged file.
-from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
+from sitewalk._compat import DecompressionMaxSizeExceeded, robots_sitemaps
 from sitewalk.failures import Failed, describe
 from sitewalk.ledger import BytesSpent
 from sitewalk.linkreport import http_reason
@@ -72,10 +69,8 @@ class Sitemaps:
 
     def robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
         """The robots.txt middleware read a host's robots.txt: keep its Sitemap: lines."""
-        # Protego (Scrapy's ProtegoRobotParser.rp) keeps them; RobotParser's interface has no name for them.
-        rules = getattr(robotparser, "rp", None)
         origin = request.url[: -len("/robots.txt")]
-        self._from_robots[origin] = list(getattr(rules, "sitemaps", ()))
+        self._from_robots[origin] = robots_sitemaps(robotparser)
 
     def start(self, origin: str) -> None:
         """The seed arrived on ``origin``: queue its robots.txt's sitemaps, or robots.txt itself
@@ -108,7 +103,7 @@ class Sitemaps:
         if gzip_magic_number(response):
             try:
                 body = gunzip(body, max_size=response.meta.get("download_maxsize", 0))
-            except _DecompressionMaxSizeExceeded:
+            except DecompressionMaxSizeExceeded:
                 return self._too_large(response.url, response.meta)
             except Exception as exc:  # noqa: BLE001 - any fault of unpacking is the file's: it is not read
                 return self._not_read(response.url, Failed("read", f"not a whole gzip file ({type(exc).__name__}: {exc})"))

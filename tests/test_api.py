@@ -132,9 +132,9 @@ def test_walk_async_shares_the_callers_loop_in_a_fresh_process(make_site, tmp_pa
         "    reports = await asyncio.gather(*(walk_async(sys.argv[1], max_depth=2, delay=0, settings=settings)"
         " for _ in range(2)))\n"
         "    again = await walk_async(sys.argv[1], max_depth=0, delay=0, settings=settings)\n"
-        "    from twisted.internet import reactor\n"
+        "    from sitewalk._compat import reactor_event_loop\n"
         "    print(json.dumps([[r.fetched for r in reports], again.fetched,"
-        " reactor._asyncioEventloop is asyncio.get_running_loop()]))\n"
+        " reactor_event_loop() is asyncio.get_running_loop()]))\n"
         "asyncio.run(main())\n",
         encoding="utf-8",
     )

@@ -13,7 +13,7 @@ from scrapy.exceptions import DownloadCancelledError, DownloadFailedError, Ignor
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver
 from twisted.python.failure import Failure
-from twisted.web._newclient import ResponseNeverReceived
+from twisted.web.client import ResponseNeverReceived
 from zope.interface import implementer
 
 from sitewalk import SeedError, walk

@@ -23,6 +23,7 @@ from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from twisted.internet.defer import Deferred
 
 from sitewalk import jobs
+from sitewalk._compat import option_strings
 from sitewalk.config import WalkConfig, arguments
 from sitewalk.configchecks import check_run, check_settings
 from sitewalk.exceptions import SitewalkError
@@ -119,7 +120,7 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 2
             return
         assert self.crawler_process is not None
-        crawler = self._create_crawler("sitewalk")
+        crawler = self.crawler_process.create_crawler("sitewalk")
         # The spider takes the config checked here rather than parsing the arguments again (a
         # scrapyd job's id too, which names its outputs).
         job = {"_job": opts.spargs["_job"]} if "_job" in opts.spargs else {}
@@ -157,7 +158,7 @@ def _refuse(message: str) -> NoReturn:
 
 def flags(parser: argparse.ArgumentParser) -> list[str]:
     """The option strings ``parser`` knows."""
-    return [flag for action in parser._actions for flag in action.option_strings]  # argparse has no public list of them
+    return option_strings(parser)
 
 
 def unrecognized(given: str, known: Sequence[str], help_command: str) -> str:
