@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.downloadermiddlewares.stats import get_header_size, get_status_size
 
+from sitewalk._compat import (
+    DECOMPRESSION_WARNING_LOGGER,
+    MAXSIZE_WARNING_LOGGER,
+    decompression_warning_response,
+    maxsize_warning_request,
+)
 from sitewalk.kinds import WIRE_BYTES, Kind, kind_of
 from sitewalk.ledger import BytesSpent
 from sitewalk.state import WalkComponent
@@ -18,12 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["BudgetMiddleware"]
 
-# Where Scrapy warns of a download larger than its max size, and how: while it downloads, and
-# while it decompresses a body sent with a Content-Encoding.
-_HANDLER_LOGGER = logging.getLogger("scrapy.core.downloader.handlers.http11")
-_MAXSIZE_WARNING = "bytes which is larger than download max size"
-_COMPRESSION_LOGGER = logging.getLogger("scrapy.downloadermiddlewares.httpcompression")
-_DECOMPRESSION_WARNING = "during decompression."
+# Where Scrapy warns of a download larger than its max size: while it downloads, and while it
+# decompresses a body sent with a Content-Encoding (its texts are read in sitewalk._compat).
+_HANDLER_LOGGER = logging.getLogger(MAXSIZE_WARNING_LOGGER)
+_COMPRESSION_LOGGER = logging.getLogger(DECOMPRESSION_WARNING_LOGGER)
 # A status line's bytes besides its reason phrase, and the blank line after the headers, as
 # Scrapy's downloader/response_bytes counts them (scrapy.downloadermiddlewares.stats).
 _STATUS_LINE = get_status_size(0)
@@ -65,7 +69,7 @@ class BudgetMiddleware(WalkComponent):
         super().__init__(crawler)
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
-        # How Scrapy's warning names each request whose size limit is the budget's, while it is downloaded.
+        # Each request whose size limit is the budget's, as Scrapy's warning names it, while it is downloaded.
         self._budget_bound: set[str] = set()
         # How HttpCompressionMiddleware's warning names each response whose size limit is the
         # budget's, or that is a sitemap file's, from its download until it is decompressed.
@@ -89,7 +93,7 @@ class BudgetMiddleware(WalkComponent):
         request.meta["download_maxsize"] = left if budget_bound else self._maxsize
         request.meta["sitewalk_budget_maxsize"] = budget_bound
         if budget_bound:
-            self._budget_bound.add(f"in request {request}.")
+            self._budget_bound.add(str(request))
 
     def headers_received(self, headers: Headers, body_length: object, request: Request) -> None:
         """A response's status line and headers arrived: charged, and refused at once when its
@@ -104,32 +108,30 @@ class BudgetMiddleware(WalkComponent):
         self.walk.ledger.charge(request.meta, len(data))
 
     def process_response(self, request: Request, response: Response) -> Response:
-        self._budget_bound.discard(f"in request {request}.")
+        self._budget_bound.discard(str(request))
         # The status line's reason phrase, which the headers signal does not carry.
         self.walk.ledger.charge(request.meta, get_status_size(response.status) - _STATUS_LINE, refusable=False)
         said_here = request.meta.get("sitewalk_budget_maxsize") or kind_of(request.meta) is Kind.SITEMAP
         if said_here and response.headers.get(b"Content-Encoding"):
-            self._budget_bound_responses.add(f"Ignored response {response} ")
+            self._budget_bound_responses.add(str(response))
         return response
 
     def response_received(self, response: Response) -> None:
-        self._budget_bound_responses.discard(f"Ignored response {response} ")
+        self._budget_bound_responses.discard(str(response))
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        self._budget_bound.discard(f"in request {request}.")
+        self._budget_bound.discard(str(request))
 
     def spider_closed(self) -> None:
         _HANDLER_LOGGER.removeFilter(self._not_budget_cut)
         _COMPRESSION_LOGGER.removeFilter(self._not_budget_cut_decompressed)
 
     def _not_budget_cut(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (_MAXSIZE_WARNING in message and message.endswith(tuple(self._budget_bound)))
+        return maxsize_warning_request(record.getMessage()) not in self._budget_bound
 
     def _not_budget_cut_decompressed(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if not message.endswith(_DECOMPRESSION_WARNING):
+        response = decompression_warning_response(record.getMessage())
+        if response is None or response not in self._budget_bound_responses:
             return True
-        said = next((name for name in self._budget_bound_responses if message.startswith(name)), None)
-        self._budget_bound_responses.discard(said or "")
-        return said is None
+        self._budget_bound_responses.discard(response)
+        return False
