@@ -9,6 +9,7 @@ from html.entities import html5 as html5_entities
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from sitewalk.documents import DOCUMENT_TYPES
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.text import PageLike, is_plain_text
 
@@ -84,7 +85,8 @@ class Absence:
         if not page.is_html:
             if is_plain_text(page.content_type):
                 return re.search(re.escape(self._word), page.text, self._flags) is None
-            return True  # not text: not searched at all
+            # A document's text is read from its (compressed) body; anything else is not searched.
+            return page.content_type not in DOCUMENT_TYPES
         utf8 = (page.encoding or "").lower() in UTF8_CHARSETS
         if not utf8 and not self._ascii:
             return False  # only ASCII reads the same in any decoding the walk could pick

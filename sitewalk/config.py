@@ -184,6 +184,11 @@ class WalkConfig:
         metadata=arg("save each 2xx page's content (markdown unless content says text or html) as a file in this "
                       "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
+    index_noindex: bool = field(
+        default=False,
+        metadata=arg("with save_dir: save (and list in llms.txt) the pages that ask not to be indexed too "
+                      "(<meta name=robots content=noindex>, X-Robots-Tag: noindex)"),
+    )
 
     render: str = field(
         default="never",
@@ -279,6 +284,9 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
         raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {config.content!r}")
     if config.main_content and config.content is None and config.save_dir is None:
         raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
+    if config.index_noindex and config.save_dir is None:
+        raise SitewalkError(f"{surface.name('index_noindex')} chooses what save_dir keeps: give "
+                            f"{surface.argument('save_dir', 'site')} too")
     if config.render not in RENDER_MODES:
         raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
     if config.regex is not None and config.css is None and config.xpath is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import ada_url
 
 from sitewalk.main_content import main_part
+from sitewalk.main_content.articles import article_html, is_article
 from sitewalk.text import visible_lines
 
 if TYPE_CHECKING:
@@ -40,19 +41,30 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
     against the page's ``<base href>`` as a browser resolves it, except a link to a place on
     the page itself, which stays ``#id``. Text is :func:`sitewalk.text.visible_lines`, one line
     per block, ``<pre>`` lines with their indentation: the lines grep searches.
+
+    The main part of an article (news, a blog post: :mod:`sitewalk.main_content.articles`) is
+    its body as trafilatura finds it; of any other page, :func:`sitewalk.main_content.main_part`.
     """
-    scope = main_part(tree) if main else tree.root
+    from selectolax.lexbor import LexborHTMLParser
+
+    scope = None
+    page = tree  # its <base href> resolves the targets
+    if main and is_article(tree):
+        article = article_html(markup, url)
+        if article is not None:
+            tree = LexborHTMLParser(article)
+            scope = tree.body
+    if scope is None:
+        scope = main_part(tree) if main else tree.root
     if scope is None:
         return ""
     if mode == "markdown":
         if url is not None:
-            _absolute_targets(tree, scope, url)
+            _absolute_targets(page, scope, url)
         _name_code_languages(scope)
         return _markdown(scope.html or "")
     if not main:
         return "\n".join(visible_lines(tree))
-    from selectolax.lexbor import LexborHTMLParser
-
     return "\n".join(visible_lines(LexborHTMLParser(scope.html or "")))
 
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from sitewalk.hints import CLI
+from sitewalk.indexing import indexing_signals
 from sitewalk.kinds import WIRE_BYTES
 
 if TYPE_CHECKING:
@@ -35,6 +36,10 @@ class _Fetched:
     content_type: str | None
     title: str | None
     found_on: str | None
+    # The page's own indexing signals (sitewalk.indexing): the URL it names as its original, and
+    # whether it asks to be left out of an index.
+    canonical: str | None = field(default=None, kw_only=True)
+    noindex: bool = field(default=False, kw_only=True)
 
 
 # Compared by identity, and never printed with its headers and body (Scrapy logs items at DEBUG).
@@ -70,21 +75,32 @@ class Page(_Fetched):
         return self._tree
 
     def add_reading(self, title: str | None, lines: list[str] | None, tree: LexborHTMLParser | None,
-                    links: list[str] | None = None, content: tuple[str, bool, str] | None = None) -> None:
-        """What reading the page found (the walk reads it after it arrived); ``tree`` if parsed here."""
+                    links: list[str] | None = None, content: tuple[str, bool, str] | None = None,
+                    signals: tuple[str | None, bool] | None = None) -> None:
+        """What reading the page found (the walk reads it after it arrived); ``tree`` if parsed
+        here; ``signals``: its canonical URL and noindex, read from its HTML and headers."""
         self.title, self.lines, self._tree, self.links, self._content = title, lines, tree, links, content
+        if signals is not None:
+            self.canonical, self.noindex = signals
 
     def content(self, mode: str = "markdown", *, main_content: bool = False) -> str | None:
         """The page's content: ``markdown`` or ``text`` of an HTML page (:func:`sitewalk.content.html_content`;
         with ``main_content``, of its main part only; targets resolved against ``final_url``), ``html`` its decoded body; a text page
-        (text/*, JSON, XML) gives its body as it is, any other page None."""
+        (text/*, JSON, XML) gives its body as it is; a PDF its text (Markdown: its outline as
+        headings, :mod:`sitewalk.documents`) when the walk read it (``content`` or ``save_dir``
+        given), any other page None."""
         from sitewalk.content import MODES, html_content
         from sitewalk.text import is_plain_text
 
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if not self.is_html:
-            return self.text if is_plain_text(self.content_type) else None
+            if is_plain_text(self.content_type):
+                return self.text
+            # A document: read by the walk's helper process, bounded there.
+            if self._content is not None and self._content[0] == mode:
+                return self._content[2]
+            return None
         if mode == "html":
             return self.text
         if self._content is not None and self._content[:2] == (mode, main_content):
@@ -110,7 +126,7 @@ class Page(_Fetched):
 def page_of(response: Response) -> Page:
     """The walk's page as it arrived (the request's meta names its depth and where it was found);
     reading it adds its title (and grep's lines)."""
-    return Page(
+    page = Page(
         url=response.meta.get("redirect_urls", [response.url])[0],
         final_url=response.url,
         status=response.status,
@@ -123,6 +139,9 @@ def page_of(response: Response) -> Page:
         body=response.body,
         encoding=getattr(response, "encoding", None),
     )
+    # What its headers say (a page that is read adds what its HTML says: add_reading).
+    page.canonical, page.noindex, _ = indexing_signals(None, page.final_url, page.headers)
+    return page
 
 
 def media_type(response: Response) -> str | None:

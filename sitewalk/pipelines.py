@@ -12,6 +12,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
 from sitewalk import patterns
+from sitewalk.documents import DOCUMENT_TYPES
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
@@ -149,9 +150,11 @@ class SaveDirPipeline(WalkComponent):
     """Saves each 2xx page's content in ``save_dir`` as the walk goes (:mod:`sitewalk.savedir`):
     Markdown unless ``content`` names text or HTML, the main part with ``main_content``; text
     pages as they are, binary pages not at all. A resumed walk (JOBDIR) rewrites no page it had
-    saved. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page saved.
+    saved. A page that asks not to be indexed (``noindex``) is not saved, unless
+    ``index_noindex``. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page
+    saved, but one copy of pages that name another saved page as their original (``canonical``).
 
-    Stats: ``sitewalk/save_dir/pages`` (files written).
+    Stats: ``sitewalk/save_dir/pages`` (files written), ``sitewalk/save_dir/noindex`` (pages left out).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -161,15 +164,21 @@ class SaveDirPipeline(WalkComponent):
             raise NotConfigured
         self._mode = config.content or "markdown"
         self._main = config.main_content
+        self._noindex = config.index_noindex
         self._directory = SaveDir(config.save_dir)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, Page) and 200 <= item.status < 300:
+            if item.noindex and not self._noindex:
+                self.crawler.stats.inc_value("sitewalk/save_dir/noindex")
+                return item
             content = item.content(self._mode, main_content=self._main)
             if content is not None:
-                saved = self._directory.save(item.final_url, content, self._mode, html=item.is_html,
-                                             title=item.title, rewrite=self.walk.resumed is None)
+                converted = item.is_html or item.content_type in DOCUMENT_TYPES
+                saved = self._directory.save(item.final_url, content, self._mode, html=converted,
+                                             title=item.title, rewrite=self.walk.resumed is None,
+                                             canonical=item.canonical)
                 if saved is not None:
                     self.crawler.stats.inc_value("sitewalk/save_dir/pages")
         return item

@@ -56,20 +56,21 @@ class PageReading:
             return [], Failed("read", f"the page could not be read ({type(exc).__name__}: {exc}); its links are not followed")
 
     async def _read(self, response: Response, page: Page) -> list[str]:
-        if not page.is_html or not response.body:
-            return []
-        utf8 = page.encoding in UTF8_CHARSETS
-        markup = response.body if utf8 else response.text
         successful = 200 <= page.status < 300
         config, grep = self._config, self._grep
+        lines = successful and config.consumer == "grep" and (grep is None or grep.needs_lines(page))
+        if not response.body or not (page.is_html or successful) or not self._pool.reads(page.content_type, lines=lines):
+            return []
+        utf8 = not page.is_html or page.encoding in UTF8_CHARSETS
+        markup = response.body if utf8 else response.text
         read, tree = await self._pool.read(
             markup, response.url,
             links=successful and (page.depth < config.max_depth or self.holds_links or config.links or config.link_report),
-            lines=successful and config.consumer == "grep" and (grep is None or grep.needs_lines(page)),
-            content=successful, encoding=None if utf8 else page.encoding,
+            lines=lines, content=successful, encoding=None if utf8 else page.encoding,
+            headers=page.headers, media_type=page.content_type,
         )
         content = (config.read_content or "", config.main_content, read.content) if read.content is not None else None
-        page.add_reading(read.title, read.lines, tree, read.links, content)
+        page.add_reading(read.title, read.lines, tree, read.links, content, (read.canonical, read.noindex))
         return read.links
 
     async def close(self) -> None:

@@ -53,7 +53,8 @@ def _segment(segment: str) -> str:
 def file_name(url: str, mode: str, *, html: bool) -> str:
     """The file (a relative POSIX path) the content of the page at ``url`` is saved in, before
     any clash with another URL's is settled; ``mode`` is the content's (``markdown``, ``text``,
-    ``html``), ``html`` whether the page is HTML (a text page keeps its own extension)."""
+    ``html``), ``html`` whether the content was made from the page (HTML, or a PDF:
+    ``report.pdf`` -> ``report.pdf.md``; a text page keeps its own extension)."""
     parts = urlsplit(url)
     segments = parts.path.split("/")[1:] or [""]
     *directories, last = segments
@@ -87,6 +88,8 @@ class SavedPage:
     file: str
     title: str | None
     description: str | None
+    # The URL the page names as its original (<link rel=canonical>), when it names one.
+    canonical: str | None = None
 
 
 class SaveDir:
@@ -110,9 +113,10 @@ class SaveDir:
         self._record = record.open("a", encoding="utf-8")
 
     def save(self, url: str, content: str, mode: str, *, html: bool, title: str | None,
-             rewrite: bool = True) -> SavedPage | None:
+             rewrite: bool = True, canonical: str | None = None) -> SavedPage | None:
         """Write ``content`` to the page's file; None when the page is saved already and not
-        ``rewrite`` (a resumed walk)."""
+        ``rewrite`` (a resumed walk). ``html``: the content was made from the page (HTML or a
+        PDF), not its body as it is; ``canonical``: the URL the page names as its original."""
         known = self.pages.get(url)
         if known is not None and not rewrite:
             return None
@@ -127,7 +131,7 @@ class SaveDir:
             name = _with_hash("{}" + EXTENSIONS.get(mode, ".txt"), url)
             path = self.root / name
             self._write(path, content)
-        saved = SavedPage(url, name, title, description(content) if mode == "markdown" and html else None)
+        saved = SavedPage(url, name, title, description(content) if mode == "markdown" and html else None, canonical)
         self.pages[url] = saved
         self._files[name] = url
         self._record.write(json.dumps(asdict(saved), ensure_ascii=False) + "\n")
@@ -153,8 +157,11 @@ class SaveDir:
             raise
 
     def write_llms_txt(self, site_url: str) -> None:
-        """Write ``llms.txt`` and ``llms-full.txt`` of the pages saved, in walk order."""
-        pages = list(self.pages.values())
+        """Write ``llms.txt`` and ``llms-full.txt`` of the pages saved, in walk order, each once:
+        a page that names another saved page as its original (its canonical URL) is that page's
+        copy, left out."""
+        pages = [page for page in self.pages.values()
+                 if page.canonical is None or page.canonical == page.url or page.canonical not in self.pages]
         (self.root / "llms.txt").write_text(llms_txt(site_url, pages), encoding="utf-8")
         with (self.root / "llms-full.txt").open("w", encoding="utf-8") as full:
             llms_full_txt(self.root, pages, full)

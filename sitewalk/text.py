@@ -54,8 +54,9 @@ def page_lines(page: PageLike) -> list[str] | None:
 
     HTML pages give :func:`visible_lines` (of the tree the walk already parsed, when there is
     one); ``text/*`` pages and JSON, XML or JavaScript give :func:`plain_lines` of the body;
-    anything else (images, PDF, ``application/octet-stream``, or no Content-Type at all) is
-    binary: None. The body is decoded with the charset the Content-Type declares, else a byte
+    anything else (images, ``application/octet-stream``, or no Content-Type at all) is
+    binary: None, except a document (PDF) the walk read, whose lines are its text
+    (:mod:`sitewalk.documents`). The body is decoded with the charset the Content-Type declares, else a byte
     order mark or ``<meta charset>``, else UTF-8.
     """
     if page.is_html:
@@ -64,7 +65,8 @@ def page_lines(page: PageLike) -> list[str] | None:
         return visible_lines(page.tree if page.tree is not None else parse_html(page.text))
     if is_plain_text(page.content_type):
         return plain_lines(page.text)
-    return None
+    # A document's (a PDF's) text, when the walk read it (sitewalk.documents); else binary.
+    return page.lines
 
 
 def is_plain_text(media_type: str | None) -> bool:

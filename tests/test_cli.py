@@ -15,7 +15,8 @@ SITE = {
     "/b": {"title": "B"},
     "/a1": {"title": "A1"},
 }
-INDEX_FIELDS = ["url", "final_url", "status", "byte_count", "depth", "content_type", "title", "found_on"]
+INDEX_FIELDS = ["url", "final_url", "status", "byte_count", "depth", "content_type", "title", "found_on", "canonical",
+                "noindex"]
 
 
 def test_index_feed_and_report(make_site, tmp_path):
@@ -31,6 +32,7 @@ def test_index_feed_and_report(make_site, tmp_path):
     assert items[1] == {
         "url": site("/a"), "final_url": site("/a"), "status": 200, "byte_count": items[1]["byte_count"],
         "depth": 1, "content_type": "text/html", "title": "A, with a comma", "found_on": site("/"),
+        "canonical": None, "noindex": False,
     }
     assert items[1]["byte_count"] > 0
     report = json.loads((tmp_path / "report.json").read_text())

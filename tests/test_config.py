@@ -25,7 +25,8 @@ def test_defaults_live_in_one_place():
         "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "allow_incomplete": False, "check_links": False, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
         "include": None, "exclude": None, "no_parent": False, "content": None, "main_content": False,
-        "links": False, "sitemap": False, "save_dir": None, "render": "never",
+        "links": False, "sitemap": False, "save_dir": None, "index_noindex": False,
+        "render": "never",
     }
     assert WalkConfig(seed=SEED).headers == {}
 

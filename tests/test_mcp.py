@@ -26,6 +26,7 @@ from sitewalk.mcp.listings import grep_lines, index_lines
 from sitewalk.mcp.notices import report_notices
 from tests import forkserver
 from tests.conftest import LOOPBACK, ROOT
+from tests.pdfs import pdf
 
 pytestmark = pytest.mark.anyio
 
@@ -716,7 +717,8 @@ async def test_web_fetch_in_two_parts_by_start_index_gives_the_whole_page(server
     assert "Note:" not in text(second)
     assert second.structured_content["next_start_index"] is None  # type: ignore[index]
     assert part + text(second) == content
-    assert content.startswith("# Long\n\nParagraph number 0 of a long page.")
+    # Read as an article (nothing says it is documentation): its headline is the title's, not the content's.
+    assert content.startswith("Paragraph number 0 of a long page.")
     assert site.paths() == ["/long"] * 3
 
     past = await server.call("web_fetch", url=site("/long"), start_index=len(content))
@@ -983,3 +985,19 @@ async def test_the_docs_document_every_tool_parameter_and_server_option(server: 
     options = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--robots", "--render"}
     assert options
     assert {option for option in options if f"| `{option}" not in section} == set()
+
+
+async def test_web_fetch_and_web_crawl_say_noindex_and_canonical(server: Server, make_site: Any) -> None:
+    site = make_site({
+        "/": {"title": "Home", "links": ["/copy", "/hidden.pdf"], "head": '<meta name="robots" content="noindex">'},
+        "/copy": {"title": "Copy", "headers": {"Link": '</>; rel="canonical"'}},
+        "/hidden.pdf": {"content_type": "application/pdf", "encoding": "latin-1", "headers": {"X-Robots-Tag": "noindex"},
+                        "body": pdf([["PDF words"]], title="A PDF").decode("latin-1")},
+    })
+    fetched = await server.call("web_fetch", url=site("/copy"))
+    assert f"Note: the page names {site('/')} as its original (rel=canonical)." in text(fetched)
+    document = await server.call("web_fetch", url=site("/hidden.pdf"))
+    assert text(document).startswith("PDF words\n") and "asks not to be indexed" in text(document)
+    crawled = text(await server.call("web_crawl", url=site("/")))
+    assert f"{site('/')} 200 " in crawled and "— Home [noindex]" in crawled
+    assert f"— Copy [canonical: {site('/')}]" in crawled and f"{site('/hidden.pdf')} 200 667 B [noindex]" in crawled

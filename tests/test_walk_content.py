@@ -189,3 +189,33 @@ def test_large_pages_read_by_helper_processes_have_the_same_content(make_site, t
         markdown = item["content"]
         assert markdown.startswith("# Tasks\n") and "```\nasync with group:\n    task = start()\n```" in markdown
         assert "Copyright footer" not in markdown and markdown.rstrip().endswith("filler words")
+
+
+NEWS = """<!DOCTYPE html><html><head><title>Harbour reopens | Daily Bugle</title>
+<meta property="og:type" content="article"></head><body>
+<header><a href="/">Daily Bugle</a> <a href="/world">World</a> <a href="/sport">Sport</a></header>
+<div class="layout"><div class="story">
+<h1>Harbour reopens after the storm</h1>
+<div class="share"><a href="https://social.example/share">Share</a> <a href="https://mail.example/send">Email</a></div>
+<p>The harbour reopened on Monday morning after three days of closure, the port authority said,
+as crews cleared the last of the debris that the storm had left across the quays.</p>
+<p>Fishing boats were the first to leave, followed in the afternoon by the ferry to the islands,
+which had been cancelled since Friday when the wind reached its strongest.</p>
+<p>Repairs to the northern breakwater will take until the spring, engineers estimate.</p>
+</div>
+<div class="related"><h3>Related stories</h3><ul><li><a href="/a">Storm hits the coast overnight</a></li>
+<li><a href="/b">Ferry timetable changes for the winter season</a></li></ul></div>
+<div class="comments"><h3>3 comments</h3><div class="comment"><p>Finally! We waited all weekend for this news.</p></div>
+<div class="comment"><p>What about the southern pier, is it open yet?</p></div></div>
+</div><div class="footer">Copyright Daily Bugle. All rights reserved.</div></body></html>"""
+
+
+def test_main_content_of_an_article_leaves_out_comments_related_links_and_the_share_bar(make_site, tmp_path):
+    site = make_site({"/news": {"body": NEWS}})
+    result = run_cli("-a", f"seed={site('/news')}", "-a", "delay=0", "-a", "max_depth=0", "-a", "content=markdown",
+                     "-a", "main_content=true", "-O", "pages.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    markdown = json.loads((tmp_path / "pages.jsonl").read_text())["content"]
+    assert "The harbour reopened on Monday morning" in markdown and "Repairs to the northern breakwater" in markdown
+    for gone in ("Share", "Related stories", "Ferry timetable", "comments", "southern pier", "Copyright", "Sport"):
+        assert gone not in markdown

@@ -11,7 +11,7 @@ from mcp.types import CallToolResult
 
 from sitewalk.api import grep_async, walk_async
 from sitewalk.exceptions import SitewalkError
-from sitewalk.items import Match, Report, count
+from sitewalk.items import Match, Page, Report, count
 from sitewalk.mcp.cursors import Cursors, Output, part
 from sitewalk.mcp.listings import grep_lines, index_lines
 from sitewalk.mcp.notices import report_notices
@@ -37,9 +37,11 @@ def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
     async def web_crawl(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         if arguments["cursor"] is not None:
             return _continue(options, cursors, CRAWL, arguments["cursor"])
-        walk = ToolWalk(ctx, options, arguments["max_pages"])
+        # Of each page, its line's fields and marks (not the page: it holds the body).
+        walk = ToolWalk(ctx, options, arguments["max_pages"], read=lambda page: (_entry(page), _signals(page)))
         report = await walk.run(walk_async, walk_arguments(CRAWL, arguments))
-        lines, suffix = index_lines(walk.pages)
+        lines, suffix = index_lines([entry for entry, _ in walk.pages])
+        lines = [line + marks for line, (_, marks) in zip(lines, walk.pages, strict=True)]
         summary = (
             f"{count(report.fetched, 'page')}, {report.bytes} bytes from {report.origin} "
             f"in {report.elapsed_s:.1f}s."
@@ -53,6 +55,18 @@ def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
 
     return tool(CRAWL, options, web_crawl, WalkReport,
                 "List a web site's pages from url, one line each: `URL STATUS SIZE — TITLE`. " + _WALK)
+
+
+def _entry(page: Page) -> tuple[str, int, int, str | None]:
+    return page.final_url, page.status, page.byte_count, page.title
+
+
+def _signals(page: Page) -> str:
+    """What a page says of its own indexing, as web_crawl's line shows it."""
+    marks = " [noindex]" if page.noindex else ""
+    if page.canonical is not None and page.canonical not in (page.url, page.final_url):
+        marks += f" [canonical: {page.canonical}]"
+    return marks
 
 
 def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:

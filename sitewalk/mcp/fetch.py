@@ -66,6 +66,10 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
             )
         elif not content.strip():
             notes.append("Note: the page has no text content.")
+        if page.canonical is not None and page.canonical not in (url, page.final_url):
+            notes.append(f"Note: the page names {page.canonical} as its original (rel=canonical).")
+        if page.noindex:
+            notes.append("Note: the page asks not to be indexed (noindex).")
         structured = FetchResult(
             url=url, final_url=page.final_url, status=page.status, content_type=page.content_type, title=page.title,
             bytes=page.byte_count, length=None if content is None else len(content), start_index=start_index,
@@ -78,7 +82,7 @@ def fetch_tool(options: ServerOptions) -> Callable[..., Awaitable[CallToolResult
         return CallToolResult(content=[TextContent(type="text", text=part)], structured_content=structured)
 
     return tool(FETCH, options, web_fetch, FetchResult,
-                "Read one web page: HTML as Markdown, text (plain, JSON, XML) as it is. Content longer than "
+                "Read one web page: HTML as Markdown, a PDF as its text, text (plain, JSON, XML) as it is. Content longer than "
                 "max_length is cut; a notice names the start_index that continues it.")
 
 
