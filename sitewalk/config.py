@@ -100,13 +100,12 @@ class WalkConfig:
         ),
     )
     deadline: float = field(
-        default=60.0, metadata=arg("seconds the whole walk may take (or with a unit: 90s, 30m, 2h); a page still "
-                                   "arriving then is cut off", above=0, unit="seconds")
+        default=60.0, metadata=arg("seconds the whole walk may take (or 90s, 30m, 2h); a page still arriving then "
+                                   "is cut off", above=0, unit="seconds")
     )
     max_bytes: int = field(
-        default=20_000_000, metadata=arg("most body bytes (after decompression) to download for the whole walk "
-                                         "(or with a unit: 500M, 2G; k, M, G are powers of 1000)", minimum=1,
-                                         unit="bytes")
+        default=20_000_000, metadata=arg("most bytes the site may send for the whole walk, headers included (or 500M, "
+                                         "2G: powers of 1000)", minimum=1, unit="bytes")
     )
     report: str | None = field(default=None, metadata=arg("path of the report JSON"))
     html_report: str | None = field(

@@ -98,7 +98,8 @@ def test_an_error_answer_of_the_helper_fails_that_page_only(monkeypatch):
     answer still arrives (the framing of an error answer once left every later page waiting)."""
     import io
 
-    def read_page(markup: bytes, url: str, flags: int, encoding: str | None = None) -> Any:
+    def read_page(markup: bytes, url: str, flags: int, encoding: str | None = None, headers: Any = None,
+                  media_type: str | None = None) -> Any:
         if url.endswith("/bad"):
             raise KeyError("href")
         return pagereader.ReadPage("T", [url + "/next"], None)

@@ -104,7 +104,7 @@ BODY_MARK = "BODYMARK-" + "x" * 40
 @pytest.mark.parametrize(
     ("mode", "fields"),
     [
-        ([], {"byte_count", "content_type", "depth", "final_url", "found_on", "status", "title", "url"}),
+        ([], {"byte_count", "canonical", "content_type", "depth", "final_url", "found_on", "noindex", "status", "title", "url"}),
         (["-a", "grep=needle", "-a", "context=0"], {"after", "before", "depth", "line", "text", "url"}),
         (["-a", "css=h1::text"], {"depth", "url", "values"}),
     ],
