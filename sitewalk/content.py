@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import ada_url
 
-from sitewalk.main_content import main_part
 from sitewalk.text import visible_lines
 
 if TYPE_CHECKING:
@@ -41,7 +40,13 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
     the page itself, which stays ``#id``. Text is :func:`sitewalk.text.visible_lines`, one line
     per block, ``<pre>`` lines with their indentation: the lines grep searches.
     """
-    scope = main_part(tree) if main else tree.root
+    if main:
+        # Imported only for main_content: every walk imports this module (MODES), few ask for it.
+        from sitewalk.main_content import main_part
+
+        scope = main_part(tree)
+    else:
+        scope = tree.root
     if scope is None:
         return ""
     if mode == "markdown":

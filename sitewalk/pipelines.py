@@ -13,7 +13,6 @@ from scrapy.pipelines import ItemPipelineManager
 
 from sitewalk import patterns
 from sitewalk.items import Extract, IndexEntry, Page
-from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import Dropped
 
@@ -161,6 +160,9 @@ class SaveDirPipeline(WalkComponent):
             raise NotConfigured
         self._mode = config.content or "markdown"
         self._main = config.main_content
+        # Imported only by a walk with save_dir: start-up time (benchmarks/startup.py).
+        from sitewalk.savedir import SaveDir
+
         self._directory = SaveDir(config.save_dir)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
