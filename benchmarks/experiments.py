@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from measure import Results, Run, Tools, measure
 from sites import REPO, WORK, Site
 
-EXPERIMENTS = ("docs", "gen20k", "grep", "memory")
+EXPERIMENTS = ("docs", "gen20k", "grep", "memory", "startup")
 TOOLS = ("wget", "baseline", "sitewalk")
 
 

@@ -1,6 +1,6 @@
 """Benchmark of issue 7: sitewalk against wget -r and a plain-Scrapy CrawlSpider, on nginx on loopback.
 
-    python benchmarks/run.py [--smoke] [--runs 3] [--only docs|gen20k|grep|memory] [--write-results]
+    python benchmarks/run.py [--smoke] [--runs 3] [--only docs|gen20k|grep|memory|startup] [--write-results]
                              [--profile]
 
 Run it with the project's Python (the one that imports sitewalk and Scrapy), as root or with sudo
@@ -11,7 +11,8 @@ outside the repository, deleted at the end. See benchmarks/README.md.
 
 Its parts, one job a module: installs.py (what the machine needs), sites.py (the work directory and
 its sites), server.py (nginx), rss.py and measure.py (one measured run of a tool), experiments.py,
-tables.py, targets.py (the one table of targets) and report.py (the header and RESULTS.md).
+tables.py, targets.py (the one table of targets) and report.py (the header and RESULTS.md);
+startup.py measures start-up on a server of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from measure import Results, Tools
 from report import head_commit, machine_facts, write_results
 from server import nginx, stop_on_sigterm
 from sites import WORK, Site, lock_work, prepare_docs, prepare_generated
+from startup import section as startup_section
 from tables import failures, grep_table, main_table, memory_table, set_comparison
 from targets import verdicts
 
@@ -82,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = Results()
     start_commit = head_commit()
     profile_text = ""
+    startup_lines: list[str] = []
+    startup_targets: list[str] = []
+    if "startup" in experiments:
+        # Before nginx starts, on a server of its own. A round takes seconds and one run's noise is large:
+        # at least 5 rounds (3, of the sitewalk command only, in a smoke run).
+        startup_lines, startup_targets = startup_section(3 if args.smoke else max(runs, 5), args.smoke)
     tmp = Path(tempfile.mkdtemp(prefix="sitewalk-bench-"))
     try:
         with nginx(list(sites.values())):
@@ -129,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "its lines are read and counted (sitewalk.absence.Absence).", ""]
     if any(r.work.startswith("mem ") for r in results.runs):
         out += ["## Memory", "", *memory_table(results), ""]
+    out += startup_lines
     worked_as = {"docs": docs_work, "gen20k": gen_work, "grep": grep_work}
-    out += ["## Targets", "", *verdicts(results, worked_as, args.smoke), ""]
+    out += ["## Targets", "", *verdicts(results, worked_as, args.smoke), *startup_targets, ""]
     bad = failures(results)
     if bad:
         out += ["## Failed runs", "", *bad, ""]

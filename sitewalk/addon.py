@@ -4,37 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy.downloadermiddlewares.downloadtimeout import DownloadTimeoutMiddleware
-from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
-from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
-from scrapy.downloadermiddlewares.retry import RetryMiddleware
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
-from scrapy.extensions.feedexport import FeedExporter
 from scrapy.settings import SETTINGS_PRIORITIES
-from scrapy.spidermiddlewares.depth import DepthMiddleware
-from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
-from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 
 from sitewalk import jobs
-from sitewalk.downloadermiddlewares import (
-    AddressGuardMiddleware,
-    BudgetMiddleware,
-    RetryAfterMiddleware,
-    RobotsTxtMiddleware,
-    SameOriginMiddleware,
-    WalkRedirectMiddleware,
-)
-from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkReport
-from sitewalk.items import FIELDS, Extract, IndexEntry, Match
-from sitewalk.journal import WalkJournal
-from sitewalk.linkcheck import LinkChecker
-from sitewalk.pipelines import CallbackPipeline, ExtractPipeline, IndexPipeline, SaveDirPipeline
-from sitewalk.progress import TerminalProgress
-from sitewalk.render import RenderMiddleware
-from sitewalk.spidermiddlewares import ConsumedMiddleware, GrepMiddleware
+from sitewalk.items import FIELDS
 from sitewalk.state import Walk
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -42,44 +19,52 @@ if TYPE_CHECKING:
 
 __all__ = ["Addon"]
 
+# Components are named by import path, not imported here: Scrapy imports those it builds, and a
+# walk imports only what it uses (start-up time, benchmarks/startup.py). The always-on ones check
+# their own settings in from_crawler (NotConfigured when off).
 # (setting, component, order); order None switches one of Scrapy's own off.
-_COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
-    ("DOWNLOADER_MIDDLEWARES", AddressGuardMiddleware, 40),
-    ("DOWNLOADER_MIDDLEWARES", SameOriginMiddleware, 60),
-    ("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100),
-    ("DOWNLOADER_MIDDLEWARES", BudgetMiddleware, 950),
+_COMPONENTS: tuple[tuple[str, str, int | None], ...] = (
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.guard.AddressGuardMiddleware", 40),
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.origin.SameOriginMiddleware", 60),
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.robots.RobotsTxtMiddleware", 100),
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.budget.BudgetMiddleware", 950),
     # Sees an answer before the redirect middleware: a 429 or 503 is asked again after a pause.
-    ("DOWNLOADER_MIDDLEWARES", RetryAfterMiddleware, 900),
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.retryafter.RetryAfterMiddleware", 900),
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
-    ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
-    ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
-    # Sees a page after its redirects (and Scrapy's decompression): render=always/auto run it in a browser.
-    ("DOWNLOADER_MIDDLEWARES", RenderMiddleware, 550),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.redirect.RedirectMiddleware", None),
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.redirect.WalkRedirectMiddleware", 600),
     # The walk keeps its own origin and robots.txt rules; BudgetMiddleware sets every request's
     # timeout; every page is requested once; a meta refresh is not a link.
-    ("DOWNLOADER_MIDDLEWARES", OffsiteMiddleware, None),
-    ("DOWNLOADER_MIDDLEWARES", ScrapyRobotsTxtMiddleware, None),
-    ("DOWNLOADER_MIDDLEWARES", DownloadTimeoutMiddleware, None),
-    ("DOWNLOADER_MIDDLEWARES", RetryMiddleware, None),
-    ("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware", None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware", None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMiddleware", None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.retry.RetryMiddleware", None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware", None),
     # The walk keeps every status and URL length, and tracks depth itself: max_depth is its
     # limit and its frontier is breadth first, so DEPTH_LIMIT and DEPTH_PRIORITY do nothing here.
-    ("SPIDER_MIDDLEWARES", HttpErrorMiddleware, None),
-    ("SPIDER_MIDDLEWARES", UrlLengthMiddleware, None),
-    ("SPIDER_MIDDLEWARES", DepthMiddleware, None),
+    ("SPIDER_MIDDLEWARES", "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware", None),
+    ("SPIDER_MIDDLEWARES", "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware", None),
+    ("SPIDER_MIDDLEWARES", "scrapy.spidermiddlewares.depth.DepthMiddleware", None),
     # The lowest order: it sees the spider's output last.
-    ("SPIDER_MIDDLEWARES", ConsumedMiddleware, 10),
-    # Next to the spider: it sees the walk's pages before a consumer turns them into its items.
-    ("SPIDER_MIDDLEWARES", LinkChecker, 900),
-    ("EXTENSIONS", WalkBudget, 10),
-    ("EXTENSIONS", WalkReport, 10),
-    ("EXTENSIONS", WalkJournal, 10),
-    ("EXTENSIONS", TerminalProgress, 10),
+    ("SPIDER_MIDDLEWARES", "sitewalk.spidermiddlewares.ConsumedMiddleware", 10),
+    ("EXTENSIONS", "sitewalk.extensions.WalkBudget", 10),
+    ("EXTENSIONS", "sitewalk.extensions.WalkReport", 10),
+    ("EXTENSIONS", "sitewalk.progress.TerminalProgress", 10),
     # In the place of Scrapy's: an exporter's exception is the page's failure.
-    ("EXTENSIONS", FeedExporter, None),
-    ("EXTENSIONS", WalkFeedExporter, 0),
-    ("ITEM_PIPELINES", CallbackPipeline, 100),
-    ("ITEM_PIPELINES", SaveDirPipeline, 200),
+    ("EXTENSIONS", "scrapy.extensions.feedexport.FeedExporter", None),
+    ("EXTENSIONS", "sitewalk.extensions.WalkFeedExporter", 0),
+    ("ITEM_PIPELINES", "sitewalk.pipelines.CallbackPipeline", 100),
+)
+# Components a walk has only when it asks for them (each still checks its own setting):
+# (setting, component, order, whether the walk's config and settings ask for it).
+_OPTIONAL: tuple[tuple[str, str, int, Callable[[Walk, BaseSettings], bool]], ...] = (
+    # Sees a page after its redirects (and Scrapy's decompression): render=always/auto run it in a browser.
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.render.downloadermiddlewares.RenderMiddleware", 550,
+     lambda walk, _: walk.config.render != "never"),
+    # Next to the spider: it sees the walk's pages before a consumer turns them into its items.
+    ("SPIDER_MIDDLEWARES", "sitewalk.linkcheck.LinkChecker", 900, lambda walk, _: walk.config.check_links),
+    ("EXTENSIONS", "sitewalk.journal.WalkJournal", 10, lambda _, settings: jobs.journal_path(settings) is not None),
+    ("ITEM_PIPELINES", "sitewalk.pipelines.SaveDirPipeline", 200, lambda walk, _: walk.config.save_dir is not None),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
 _EXPORTERS = {
@@ -88,11 +73,11 @@ _EXPORTERS = {
     "xml": "sitewalk.exporters.XmlItemExporter",
 }
 _NEVER = ("scrapy.extensions.telnet.TelnetConsole", "scrapy.extensions.remote_control.RemoteControl")
-# What each consumer adds, and the items its feeds hold.
-_CONSUMERS: dict[str, tuple[str, type, int, type]] = {
-    "index": ("ITEM_PIPELINES", IndexPipeline, 300, IndexEntry),
-    "grep": ("SPIDER_MIDDLEWARES", GrepMiddleware, 500, Match),
-    "extract": ("ITEM_PIPELINES", ExtractPipeline, 300, Extract),
+# What each consumer adds, and the name of the items its feeds hold (sitewalk.items).
+_CONSUMERS: dict[str, tuple[str, str, int, str]] = {
+    "index": ("ITEM_PIPELINES", "sitewalk.pipelines.IndexPipeline", 300, "sitewalk.items.IndexEntry"),
+    "grep": ("SPIDER_MIDDLEWARES", "sitewalk.spidermiddlewares.GrepMiddleware", 500, "sitewalk.items.Match"),
+    "extract": ("ITEM_PIPELINES", "sitewalk.pipelines.ExtractPipeline", 300, "sitewalk.items.Extract"),
 }
 
 
@@ -106,6 +91,9 @@ class Addon:
     continued as one file) unless FEED_EXPORTERS names others. The walk's ``headers`` add to
     ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
     a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
+
+    Rendering, link checking, the JOBDIR journal and save_dir are wired only for a walk that asks
+    for them, so that a walk imports only the components it uses.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -118,8 +106,9 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         walk = Walk.of(self.crawler)
         setting, consumer, order, item_class = _CONSUMERS[walk.config.consumer]
-        for name, component, priority in (*_COMPONENTS, (setting, consumer, order)):
-            settings.set_in_component_priority_dict(name, component, priority)
+        optional = [(name, component, order) for name, component, order, wanted in _OPTIONAL if wanted(walk, settings)]
+        for name, component, priority in (*_COMPONENTS, *optional, (setting, consumer, order)):
+            _set_component(settings, name, component, priority)
         # The telnet console and remote control must not run (they listen on a port; remote control
         # runs code). Switched off (TELNETCONSOLE_ENABLED, REMOTE_CONTROL_ENABLED) they would still
         # be imported, with aiohttp and twisted.conch: 9.5 MB of a walk's memory. Scrapy imports
@@ -139,7 +128,7 @@ class Addon:
         feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
         options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
         defaults: dict[str, Any] = {"item_classes": [item_class]}
-        if item_class is IndexEntry and not settings.get("FEED_EXPORT_FIELDS"):
+        if item_class == "sitewalk.items.IndexEntry" and not settings.get("FEED_EXPORT_FIELDS"):
             # The index's optional fields only when asked for, not as nulls in every item.
             asked = [name for name in ("links", "content") if getattr(walk.config, name)]
             defaults["fields"] = [*FIELDS, *asked]
@@ -148,6 +137,16 @@ class Addon:
             {uri: {**defaults, **feed, **options} for uri, feed in feeds.items()},
             priority=_at_least_spider(settings, "FEEDS"),
         )
+
+
+def _set_component(settings: BaseSettings, name: str, path: str, priority: int | None) -> None:
+    """``settings.set_in_component_priority_dict`` for a component named by its import path: it
+    takes a class (and imports every path already in the dict to compare them with it); a project
+    naming the same component by another key is left to Scrapy's own deduplication, which keeps
+    the last key given (this one) with a warning."""
+    components = settings.getdict(name)
+    components[path] = priority
+    settings.set(name, components, settings.getpriority(name) or 0)
 
 
 def _at_least_spider(settings: BaseSettings, name: str) -> int:

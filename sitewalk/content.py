@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 import ada_url
 
-from sitewalk.main_content import main_part
-from sitewalk.main_content.articles import article_html, is_article
 from sitewalk.text import visible_lines
 
 if TYPE_CHECKING:
@@ -45,17 +43,24 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
     The main part of an article (news, a blog post: :mod:`sitewalk.main_content.articles`) is
     its body as trafilatura finds it; of any other page, :func:`sitewalk.main_content.main_part`.
     """
-    from selectolax.lexbor import LexborHTMLParser
-
     scope = None
     page = tree  # its <base href> resolves the targets
-    if main and is_article(tree):
-        article = article_html(markup, url)
-        if article is not None:
-            tree = LexborHTMLParser(article)
-            scope = tree.body
-    if scope is None:
-        scope = main_part(tree) if main else tree.root
+    if main:
+        # Imported only for main_content: every walk imports this module (MODES), few ask for it.
+        from selectolax.lexbor import LexborHTMLParser
+
+        from sitewalk.main_content import main_part
+        from sitewalk.main_content.articles import article_html, is_article
+
+        if is_article(tree):
+            article = article_html(markup, url)
+            if article is not None:
+                tree = LexborHTMLParser(article)
+                scope = tree.body
+        if scope is None:
+            scope = main_part(tree)
+    else:
+        scope = tree.root
     if scope is None:
         return ""
     if mode == "markdown":

@@ -17,7 +17,6 @@ from twisted.internet.task import LoopingCall
 
 from sitewalk import jobs
 from sitewalk.failures import Failed
-from sitewalk.htmlreport import write_html
 from sitewalk.items import Report, count
 from sitewalk.linkreport import Incomplete, incomplete, write_junit
 from sitewalk.progress import budgets_spent, progress_interval, terminal_handler
@@ -205,6 +204,9 @@ class WalkReport(WalkComponent):
             outputs.append(("the JUnit file", config.junit, lambda path: write_junit(
                 path, book, verdicts, gap, allow, accepted=config.allow_incomplete)))
         if config.html_report is not None:
+            # Imported only by a walk that writes the HTML report: start-up time (benchmarks/startup.py).
+            from sitewalk.htmlreport import write_html
+
             outputs.append(("the HTML report", config.html_report,
                             lambda path: write_html(path, report, book, config, walk.surface)))
         for what, path, write in outputs:

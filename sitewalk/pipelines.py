@@ -14,7 +14,6 @@ from scrapy.pipelines import ItemPipelineManager
 from sitewalk import patterns
 from sitewalk.documents import DOCUMENT_TYPES
 from sitewalk.items import Extract, IndexEntry, Page
-from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import Dropped
 
@@ -165,6 +164,9 @@ class SaveDirPipeline(WalkComponent):
         self._mode = config.content or "markdown"
         self._main = config.main_content
         self._noindex = config.index_noindex
+        # Imported only by a walk with save_dir: start-up time (benchmarks/startup.py).
+        from sitewalk.savedir import SaveDir
+
         self._directory = SaveDir(config.save_dir)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 

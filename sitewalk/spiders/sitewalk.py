@@ -13,9 +13,7 @@ from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreac
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
 from sitewalk.kinds import KIND, Kind
-from sitewalk.linkcheck import LinkChecker
 from sitewalk.reading import PageReading
-from sitewalk.sitemaps import Sitemaps
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
 
     from sitewalk.clock import Clock
     from sitewalk.hints import Surface
+    from sitewalk.sitemaps import Sitemaps
 
 __all__ = ["SitewalkSpider"]
 
@@ -81,6 +80,9 @@ class SitewalkSpider(Spider):
         crawler.signals.connect(spider.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(spider.spider_idle, signal=signals.spider_idle)
         if spider.walk.config.sitemap and not spider.walk.resumed:
+            # Imported only by a walk that reads sitemaps: start-up time (benchmarks/startup.py).
+            from sitewalk.sitemaps import Sitemaps
+
             spider._sitemaps = Sitemaps(crawler, spider.walk)
         return spider
 
@@ -129,7 +131,11 @@ class SitewalkSpider(Spider):
         # The requests in flight are the budget's: their pages go through, and their links tell
         # whether the stop left anything unfetched (as they do one request at a time).
         await gate.drained()
-        await LinkChecker.finished_in(self.crawler)  # and the links still being checked (check_links)
+        if walk.config.check_links:
+            # Imported only by a walk that checks links: start-up time (benchmarks/startup.py).
+            from sitewalk.linkcheck import LinkChecker
+
+            await LinkChecker.finished_in(self.crawler)  # and the links still being checked
         # A stop that came meanwhile (a consumer's, on one of those pages) is what ended the walk.
         stopped = walk.stopped(walk.reason_to_stop() if reason is not None else None)
         if stopped is not None:
