@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.downloadtimeout import DownloadTimeoutMiddleware
@@ -22,9 +23,10 @@ from sitewalk.downloadermiddlewares import (
     RetryAfterMiddleware,
     RobotsTxtMiddleware,
     SameOriginMiddleware,
+    ValidatorsMiddleware,
     WalkRedirectMiddleware,
 )
-from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkReport
+from sitewalk.extensions import WalkBudget, WalkFeedExporter, WalkMemory, WalkReport
 from sitewalk.items import FIELDS, Extract, IndexEntry, Match
 from sitewalk.journal import WalkJournal
 from sitewalk.linkcheck import LinkChecker
@@ -53,6 +55,9 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     # In the place of Scrapy's: a redirect hop keeps the Referer the spider set.
     ("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None),
     ("DOWNLOADER_MIDDLEWARES", WalkRedirectMiddleware, 600),
+    # Between Scrapy's decompression (590) and redirects (600): a redirect hop is asked
+    # conditionally too, and a 304 is seen before it is decompressed (state).
+    ("DOWNLOADER_MIDDLEWARES", ValidatorsMiddleware, 595),
     # Sees a page after its redirects (and Scrapy's decompression): render=always/auto run it in a browser.
     ("DOWNLOADER_MIDDLEWARES", RenderMiddleware, 550),
     # The walk keeps its own origin and robots.txt rules; BudgetMiddleware sets every request's
@@ -74,6 +79,7 @@ _COMPONENTS: tuple[tuple[str, type, int | None], ...] = (
     ("EXTENSIONS", WalkBudget, 10),
     ("EXTENSIONS", WalkReport, 10),
     ("EXTENSIONS", WalkJournal, 10),
+    ("EXTENSIONS", WalkMemory, 10),
     ("EXTENSIONS", TerminalProgress, 10),
     # In the place of Scrapy's: an exporter's exception is the page's failure.
     ("EXTENSIONS", FeedExporter, None),
@@ -139,10 +145,15 @@ class Addon:
         feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
         options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
         defaults: dict[str, Any] = {"item_classes": [item_class]}
-        if item_class is IndexEntry and not settings.get("FEED_EXPORT_FIELDS"):
-            # The index's optional fields only when asked for, not as nulls in every item.
-            asked = [name for name in ("links", "content") if getattr(walk.config, name)]
-            defaults["fields"] = [*FIELDS, *asked]
+        if not settings.get("FEED_EXPORT_FIELDS"):
+            # Optional fields only when asked for, not as nulls in every item: the index's links
+            # and content, and every item's change (with a state).
+            changes = ["change"] if walk.config.state is not None else []
+            if item_class is IndexEntry:
+                asked = [name for name in ("links", "content") if getattr(walk.config, name)]
+                defaults["fields"] = [*FIELDS, *asked, *changes]
+            else:
+                defaults["fields"] = [spec.name for spec in fields(item_class) if spec.name != "change"] + changes
         settings.set(
             "FEEDS",
             {uri: {**defaults, **feed, **options} for uri, feed in feeds.items()},

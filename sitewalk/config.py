@@ -185,6 +185,19 @@ class WalkConfig:
                       "directory, its path mirroring the URL's, and the llms.txt files at the end"),
     )
 
+    # The walk's memory across walks (sitewalk.memory).
+    state: str | None = field(
+        default=None,
+        metadata=arg("a directory where the walk remembers the site between walks: pages it knows are asked for "
+                      "only if changed (ETag, Last-Modified), and each item says whether its page is new, changed "
+                      "or unchanged"),
+    )
+    changed_only: bool = field(
+        default=False,
+        metadata=arg("with state: hand the consumers only new and changed pages (the walk still follows the "
+                      "links of unchanged ones)"),
+    )
+
     render: str = field(
         default="never",
         metadata=arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
@@ -279,6 +292,10 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
         raise SitewalkError(f"content must be one of {', '.join(MODES)}, got {config.content!r}")
     if config.main_content and config.content is None and config.save_dir is None:
         raise SitewalkError("main_content chooses what content holds: give content=markdown (or text, html) too")
+    if config.changed_only and config.state is None:
+        raise SitewalkError(
+            f"{surface.name('changed_only')} tells pages from the previous walk's: give {surface.argument('state', 'state')} too"
+        )
     if config.render not in RENDER_MODES:
         raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
     if config.regex is not None and config.css is None and config.xpath is None:

@@ -54,6 +54,8 @@ class Page(_Fetched):
     _content: tuple[str, bool, str] | None = field(default=None, repr=False, compare=False)
     # The parsed HTML, if the walk parsed it in this process (see `tree`).
     _tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
+    # With a state (sitewalk.memory): new, changed or unchanged since the previous walk.
+    change: str | None = None
 
     @property
     def tree(self) -> LexborHTMLParser | None:
@@ -143,11 +145,13 @@ class IndexEntry(_Fetched):
 
     links: list[str] | None = None
     content: str | None = None
+    # With a state: the page is new, changed or unchanged since the previous walk (sitewalk.memory).
+    change: str | None = None
 
     @classmethod
     def from_page(cls, page: Page, *, links: bool = False, content: str | None = None,
                   main_content: bool = False) -> IndexEntry:
-        entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
+        entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)}, change=page.change)
         if links and page.links is not None:
             entry.links = list(dict.fromkeys(page.links))
         if content is not None and 200 <= page.status < 300:
@@ -169,6 +173,8 @@ class Match:
     before: list[str]
     after: list[str]
     depth: int
+    # With a state: whether the page is new, changed or unchanged since the previous walk.
+    change: str | None = None
 
 
 @dataclass
@@ -178,6 +184,8 @@ class Extract:
     url: str
     depth: int
     values: list[str]
+    # With a state: whether the page is new, changed or unchanged since the previous walk.
+    change: str | None = None
 
 
 @dataclass
@@ -213,6 +221,9 @@ class Report:
     # With check_links: the URLs to check that were not (past SITEWALK_LINKCHECK_MAX_CHECKS, or
     # left when the walk halted).
     unchecked_links: list[str] = field(default_factory=list)
+    # With a state: what changed since the previous walk (sitewalk.memory.Changes: new, changed,
+    # unchanged, removed, and why pages not reached are not compared, when they are not); null without.
+    changes: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -142,7 +142,7 @@ class ExtractPipeline(WalkComponent):
             return item
         self.crawler.stats.inc_value("sitewalk/extract/pages")
         self.crawler.stats.inc_value("sitewalk/extract/values", len(values))
-        return Extract(url=item.final_url, depth=item.depth, values=values)
+        return Extract(url=item.final_url, depth=item.depth, values=values, change=item.change)
 
 
 class SaveDirPipeline(WalkComponent):

@@ -1,10 +1,11 @@
 """A local test site: serves pages from a JSON spec and logs every request it receives.
 
 Run as ``python tests/mockserver.py SPEC.json LOG.jsonl [--host 127.0.0.1] [--idle-timeout S]
-[--requests-per-connection N]``; it binds port 0 and prints its base URL on the first line of stdout.
+[--requests-per-connection N] [--reload]``; it binds port 0 and prints its base URL on the first line of stdout.
 ``--idle-timeout`` closes a kept-alive connection idle that long; ``--requests-per-connection``
 answers N requests on a connection and closes it on the next one, unanswered (logged as
-``dropped``), as a server that closed an idle connection just as the request arrived. The spec maps paths (with query) to pages:
+``dropped``), as a server that closed an idle connection just as the request arrived; ``--reload`` reads the
+spec again when its file changed (a site that changes between two walks on the same origin). The spec maps paths (with query) to pages:
 
     {"/": {"links": ["/a", "/b"], "title": "Home"},
      "/r": {"status": 301, "headers": {"Location": "/a"}},
@@ -22,7 +23,9 @@ writes), ``encoding`` (of the body text, utf-8), ``raw`` (text sent as the whole
 connection is closed), ``cut`` (close the connection after that many body bytes), ``close``
 (close the connection without answering), ``methods`` (the methods answered, GET and HEAD by
 default; another is answered 405), ``before`` (a list of pages answered first, one per
-request for the path, before the page itself). A path not in the spec is a 404. Each log line is JSON: time, method (GET or HEAD: a HEAD is answered as a GET, without the body), path, headers,
+request for the path, before the page itself), ``validators`` (send an ``ETag`` of the body and a
+``Last-Modified``, and answer a request that names them, ``If-None-Match`` or
+``If-Modified-Since``, 304 Not Modified without a body: logged ``not_modified``). A path not in the spec is a 404. Each log line is JSON: time, method (GET or HEAD: a HEAD is answered as a GET, without the body), path, headers,
 ``answering`` (how many requests the server was answering at once, this one included), and
 ``bytes_sent`` is logged on a second line when the body was written; each connection accepted is
 logged as ``connection`` (the client's address).
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import html
 import json
 import threading
@@ -76,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.answered = answered + 1
+        self.server.reload()
         page = self.server.spec.get(self.path)
         if page is not None and page.get("before"):
             # Answers given first, one per request, before the page itself.
@@ -104,6 +109,8 @@ class Handler(BaseHTTPRequestHandler):
         if page.get("gzip"):
             body = gzip.compress(body, compresslevel=9)
             headers["Content-Encoding"] = "gzip"
+        if page.get("validators") and self.not_modified(body, headers):
+            return
         chunked = page.get("chunked", False)
         self.send_response(status)
         for name, value in headers.items():
@@ -133,13 +140,33 @@ class Handler(BaseHTTPRequestHandler):
         if chunked:
             self.close_connection = True
 
+    def not_modified(self, body: bytes, headers: dict[str, str]) -> bool:
+        """Validators for ``body`` in ``headers``; a 304 sent (True) when the request's match them."""
+        headers["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        headers["Last-Modified"] = _MODIFIED
+        if self.headers.get("If-None-Match", self.headers.get("If-Modified-Since")) not in (headers["ETag"], _MODIFIED):
+            return False
+        self.send_response(304)
+        self.send_header("ETag", headers["ETag"])
+        self.send_header("Last-Modified", _MODIFIED)
+        self.end_headers()
+        self.server.log({"time": time.time(), "sent": self.path, "bytes_sent": 0, "not_modified": True})
+        return True
+
+
+# The Last-Modified of every page with validators: its ETag tells a changed body.
+_MODIFIED = "Mon, 01 Jan 2024 00:00:00 GMT"
+
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, spec: dict[str, Any], log_path: Path, requests_per_connection: int = 0) -> None:
+    def __init__(self, host: str, spec: dict[str, Any], log_path: Path, requests_per_connection: int = 0,
+                 reload_from: Path | None = None) -> None:
         super().__init__((host, 0), Handler)
         self.spec = spec
+        self._reload_from = reload_from
+        self._loaded = reload_from.stat().st_mtime_ns if reload_from is not None else 0
         self.requests_per_connection = requests_per_connection
         self._log = log_path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
@@ -151,6 +178,15 @@ class Server(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         self.log({"time": time.time(), "connection": list(client_address)})
         super().process_request(request, client_address)
+
+    def reload(self) -> None:
+        """With --reload: the spec as its file says now."""
+        if self._reload_from is None:
+            return
+        with self._lock:
+            changed = self._reload_from.stat().st_mtime_ns
+            if changed != self._loaded:
+                self.spec, self._loaded = json.loads(self._reload_from.read_text(encoding="utf-8")), changed
 
     def count(self, path: str) -> int:
         """How many times ``path`` was asked for before this request."""
@@ -205,11 +241,12 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--idle-timeout", type=float, default=None)
     parser.add_argument("--requests-per-connection", type=int, default=0)
+    parser.add_argument("--reload", action="store_true")
     args = parser.parse_args()
     # BaseHTTPRequestHandler applies it to each connection's socket: an idle one is closed.
     Handler.timeout = args.idle_timeout
     spec = json.loads(args.spec.read_text(encoding="utf-8"))
-    server = Server(args.host, spec, args.log, args.requests_per_connection)
+    server = Server(args.host, spec, args.log, args.requests_per_connection, args.spec if args.reload else None)
     print(server.origin, flush=True)
     server.serve_forever()
 
