@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkMemory", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkMemory", "WalkReport", "stopped_reason"]
 
 
 class WalkBudget(WalkComponent):
@@ -149,14 +149,14 @@ class WalkMemory(WalkComponent):
             self.memory.released(ticket.number)
 
     def spider_closed(self, reason: str) -> None:
-        stopped = _stopped(reason)
+        stopped = stopped_reason(reason)
         removed = len(self.memory.changes(stopped).removed)
         if removed:
             self.crawler.stats.set_value("sitewalk/state/removed", removed)
         self.memory.close(stopped)
 
 
-def _stopped(reason: str) -> str | None:
+def stopped_reason(reason: str) -> str | None:
     """The report's ``stopped`` for Scrapy's close reason."""
     return {"finished": None, "shutdown": "interrupted"}.get(reason, reason)
 
@@ -181,7 +181,7 @@ class WalkReport(WalkComponent):
 
     def spider_closed(self, reason: str) -> None:
         walk = self.walk
-        stopped = _stopped(reason)
+        stopped = stopped_reason(reason)
         if stopped:
             self.crawler.stats.inc_value(f"sitewalk/budget/stopped/{stopped}")
         elapsed = walk.ledger.elapsed()

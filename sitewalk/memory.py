@@ -89,9 +89,13 @@ class Changes:
     unchanged: int = 0
     removed: list[dict[str, str]] = field(default_factory=list)
     unreached: str | None = None
+    # The final URLs of the pages removed (what save_dir named their files by); not in the report.
+    removed_final_urls: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        del record["removed_final_urls"]
+        return record
 
 
 def body_hash(body: bytes) -> str:
@@ -189,6 +193,7 @@ class Memory:
         # The page rows to write when their page is settled, by ticket number, with their change.
         self._pending: dict[int, tuple[dict[str, Any], str]] = {}
         self._removed: list[dict[str, str]] = []
+        self._removed_final: list[str] = []
         self._counts = dict.fromkeys(CHANGES, 0)
         self._changes: Changes | None = None
 
@@ -245,6 +250,7 @@ class Memory:
         }
         if before is not None and before.present and page.status in _GONE:
             self._removed.append({"url": page.url, "why": str(page.status)})
+            self._removed_final.append(before.final_url)
         self._pending[number] = (row, page.change)
         return None
 
@@ -275,7 +281,8 @@ class Memory:
         if self._changes is not None:
             return self._changes
         counts = self._counts
-        changes = Changes(counts["new"], counts["changed"], counts["unchanged"], list(self._removed))
+        changes = Changes(counts["new"], counts["changed"], counts["unchanged"], list(self._removed),
+                          removed_final_urls=list(self._removed_final))
         previous = self._db.execute(
             "SELECT id, shape FROM walks WHERE ended IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 1",
             (self.walk or 0,)).fetchone()
@@ -288,9 +295,10 @@ class Memory:
             changes.unreached = f"{differs} differs from the previous walk's: pages not reached are not compared"
         else:
             # The previous walk's pages (and those of a walk killed after it) that this one did not fetch.
-            rows = self._db.execute("SELECT url FROM pages WHERE present = 1 AND walk >= ? AND walk != ? ORDER BY url",
-                                    (previous[0], self.walk)).fetchall()
-            changes.removed.extend({"url": url, "why": "unreached"} for (url,) in rows)
+            rows = self._db.execute("SELECT url, final_url FROM pages WHERE present = 1 AND walk >= ? AND walk != ? "
+                                    "ORDER BY url", (previous[0], self.walk)).fetchall()
+            changes.removed.extend({"url": url, "why": "unreached"} for url, _ in rows)
+            changes.removed_final_urls.extend(final_url for _, final_url in rows)
         self._changes = changes
         return changes
 

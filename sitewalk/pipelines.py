@@ -12,6 +12,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 
 from sitewalk import patterns
+from sitewalk.extensions import WalkMemory, stopped_reason
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.savedir import SaveDir
 from sitewalk.state import WalkComponent
@@ -149,9 +150,11 @@ class SaveDirPipeline(WalkComponent):
     """Saves each 2xx page's content in ``save_dir`` as the walk goes (:mod:`sitewalk.savedir`):
     Markdown unless ``content`` names text or HTML, the main part with ``main_content``; text
     pages as they are, binary pages not at all. A resumed walk (JOBDIR) rewrites no page it had
-    saved. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page saved.
+    saved. With a state (:mod:`sitewalk.memory`), only new and changed pages are written (an
+    unchanged page's file stays as it was) and the files of the pages the walk found removed are
+    deleted. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page saved.
 
-    Stats: ``sitewalk/save_dir/pages`` (files written).
+    Stats: ``sitewalk/save_dir/pages`` (files written), ``sitewalk/save_dir/removed`` (files deleted).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -165,7 +168,8 @@ class SaveDirPipeline(WalkComponent):
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def process_item(self, item: Any) -> Any:
-        if isinstance(item, Page) and 200 <= item.status < 300:
+        unchanged = isinstance(item, Page) and item.change == "unchanged" and item.final_url in self._directory.pages
+        if isinstance(item, Page) and 200 <= item.status < 300 and not unchanged:
             content = item.content(self._mode, main_content=self._main)
             if content is not None:
                 saved = self._directory.save(item.final_url, content, self._mode, html=item.is_html,
@@ -174,8 +178,14 @@ class SaveDirPipeline(WalkComponent):
                     self.crawler.stats.inc_value("sitewalk/save_dir/pages")
         return item
 
-    def spider_closed(self) -> None:
+    def spider_closed(self, reason: str) -> None:
         directory = self._directory
+        memory = self.crawler.get_extension(WalkMemory)
+        if memory is not None:
+            changes = memory.memory.changes(stopped_reason(reason))
+            removed = sum(directory.remove(url) for url in changes.removed_final_urls)
+            if removed:
+                self.crawler.stats.set_value("sitewalk/save_dir/removed", removed)
         directory.close()
         if directory.pages:
             directory.write_llms_txt(self.walk.config.seed)

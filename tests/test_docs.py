@@ -306,7 +306,7 @@ def test_state(make_site, tmp_path):
     result = run(refused.replace("https://other.example.org/", other("/")) + f" -s {ALLOW}", tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"sitewalk: error: state 'state' holds the state of {site.url}, not of {other.url}: give another state "
+        f"sitewalk: error: --state 'state' holds the state of {site.url}, not of {other.url}: give another state "
         "directory (e.g. --state state), or delete that one to start over"
     )
     assert other.requests() == []

@@ -203,3 +203,26 @@ def test_a_state_survives_kill_9(make_site, tmp_path):
     assert {site.url + path for path in conditional} >= {item["url"] for item in killed}
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["changes"]["unchanged"] >= len(killed) and report["changes"]["new"] == 7 - report["changes"]["unchanged"]
+
+
+def test_save_dir_with_a_state_writes_only_what_changed_and_deletes_what_was_removed(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    walk(site, tmp_path, "-a", "save_dir=site")
+    saved = tmp_path / "site"
+    assert (saved / "a2.md").exists() and (saved / "c.md").exists()
+    # A mark in an unchanged page's file: a walk that wrote it again would lose it.
+    (saved / "b1.md").write_text("kept\n", encoding="utf-8")
+    spec = json.loads(json.dumps(SITE))
+    spec["/a1"]["body"] = "<p>needle one, edited</p>"
+    spec["/a"]["links"] = ["/a1"]  # /a2 no longer reached
+    del spec["/c"]  # 404
+    change(site, spec)
+
+    _, report = walk(site, tmp_path, "-a", "save_dir=site")
+    assert [entry["why"] for entry in report["changes"]["removed"]] == ["404", "unreached"]
+    assert (saved / "b1.md").read_text(encoding="utf-8") == "kept\n"
+    assert "needle one, edited" in (saved / "a1.md").read_text(encoding="utf-8")
+    assert not (saved / "c.md").exists() and not (saved / "a2.md").exists()
+    llms = (saved / "llms.txt").read_text(encoding="utf-8")
+    assert site("/b1") in llms and site("/a1") in llms
+    assert site("/c") not in llms and site("/a2") not in llms
