@@ -109,7 +109,8 @@ class Handler(BaseHTTPRequestHandler):
         if page.get("gzip"):
             body = gzip.compress(body, compresslevel=9)
             headers["Content-Encoding"] = "gzip"
-        if page.get("validators") and self.not_modified(body, headers):
+        # The ETag of the body before any gzip (whose header holds the time it was made).
+        if page.get("validators") and self.not_modified(self.server.body_of(page), headers):
             return
         chunked = page.get("chunked", False)
         self.send_response(status)

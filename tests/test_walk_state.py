@@ -226,3 +226,33 @@ def test_save_dir_with_a_state_writes_only_what_changed_and_deletes_what_was_rem
     llms = (saved / "llms.txt").read_text(encoding="utf-8")
     assert site("/b1") in llms and site("/a1") in llms
     assert site("/c") not in llms and site("/a2") not in llms
+
+
+def test_order_and_depths_hold_with_requests_in_flight(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    first, _ = walk(site, tmp_path, "-a", "concurrency=4")
+    items, report = walk(site, tmp_path, "-a", "concurrency=4")
+    assert [(item["url"], item["depth"]) for item in items] == [(item["url"], item["depth"]) for item in first]
+    assert report["changes"]["unchanged"] == 7
+
+
+def test_a_redirect_hop_and_a_gzip_page_are_asked_conditionally(make_site, tmp_path):
+    site = make_site({
+        "/": {"title": "Home", "links": ["/old", "/zipped"], "validators": True},
+        "/old": {"status": 301, "headers": {"Location": "/new"}},
+        "/new": {"title": "New", "links": ["/leaf"], "validators": True},
+        "/zipped": {"title": "Zipped", "gzip": True, "validators": True},
+        "/leaf": {"title": "Leaf", "validators": True},
+    }, options=("--reload",))
+    first, _ = walk(site, tmp_path)
+    mark = len(site.log())
+    items, _ = walk(site, tmp_path)
+    requests = {entry["path"]: entry["headers"] for entry in since(site, mark) if "method" in entry}
+    # The redirecting URL is asked plainly (its answer was a 301); the hop to /new, conditionally.
+    assert "If-None-Match" not in requests["/old"] and "If-None-Match" in requests["/new"]
+    assert "If-None-Match" in requests["/zipped"]
+    assert [(item["url"], item["final_url"], item["status"], item["change"]) for item in items] == [
+        (site("/"), site("/"), 304, "unchanged"), (site("/old"), site("/new"), 304, "unchanged"),
+        (site("/zipped"), site("/zipped"), 304, "unchanged"), (site("/leaf"), site("/leaf"), 304, "unchanged"),
+    ]
+    assert [item["title"] for item in items] == [item["title"] for item in first]
