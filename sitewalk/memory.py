@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS walks (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, stopped TEXT, shape TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (
     url TEXT PRIMARY KEY, final_url TEXT NOT NULL, status INTEGER NOT NULL, etag TEXT, last_modified TEXT,
-    hash TEXT, content_type TEXT, title TEXT, links TEXT, walk INTEGER NOT NULL, present INTEGER NOT NULL);
+    hash TEXT, content_type TEXT, title TEXT, links TEXT, walk INTEGER NOT NULL, present INTEGER NOT NULL,
+    change TEXT, gone_in INTEGER);
 CREATE INDEX IF NOT EXISTS pages_final_url ON pages (final_url);
 """
 
@@ -135,8 +136,7 @@ def _connect(config: WalkConfig, surface: Surface) -> sqlite3.Connection:
         if checked != "ok":
             raise sqlite3.DatabaseError(checked)
         site = dict(connection.execute("SELECT key, value FROM site").fetchall())
-        connection.execute("SELECT url, final_url, status, etag, last_modified, hash, content_type, title, links, walk, "
-                           "present FROM pages LIMIT 1").fetchall()
+        connection.execute(f"SELECT {_COLUMNS}, change, gone_in FROM pages LIMIT 1").fetchall()
         connection.execute("SELECT id, started, ended, stopped, shape FROM walks LIMIT 1").fetchall()
     except sqlite3.Error as exc:
         raise _refused(config, surface, f"holds a damaged state ({exc})") from None
@@ -190,21 +190,20 @@ class Memory:
         self._shape = json.dumps({name: getattr(config, name) for name in _SHAPE}, sort_keys=True)
         # This walk's row in walks, from begin().
         self.walk: int | None = None
-        # The page rows to write when their page is settled, by ticket number, with their change.
-        self._pending: dict[int, tuple[dict[str, Any], str]] = {}
-        self._removed: list[dict[str, str]] = []
-        self._removed_final: list[str] = []
-        self._counts = dict.fromkeys(CHANGES, 0)
+        # The page rows to write when their page is settled, by ticket number.
+        self._pending: dict[int, dict[str, Any]] = {}
         self._changes: Changes | None = None
 
     def begin(self, *, resumed: bool) -> None:
-        """The walk starts: a row of its own, or the row of the walk it resumes (JOBDIR)."""
+        """The walk starts: a row of its own, or the row of the walk it resumes (JOBDIR), whose
+        pages then count as this walk's."""
         db = self._db
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        last = db.execute("SELECT id, ended FROM walks ORDER BY id DESC LIMIT 1").fetchone()
-        if resumed and last is not None and last[1] is None:
+        last = db.execute("SELECT id FROM walks ORDER BY id DESC LIMIT 1").fetchone()
+        if resumed and last is not None:
             self.walk = int(last[0])
+            db.execute("UPDATE walks SET ended = NULL, stopped = NULL WHERE id = ?", (self.walk,))
             return
         cursor = db.execute("INSERT INTO walks (started, shape) VALUES (?, ?)", (time.time(), self._shape))
         self.walk = cursor.lastrowid
@@ -228,15 +227,18 @@ class Memory:
             page.change = "unchanged"
             page.title, page.content_type = known.title, known.content_type
             page.links = list(known.links or [])
-            row = {**asdict(known), "url": page.url, "links": known.links, "present": True}
+            row = {**asdict(known), "url": page.url, "links": known.links, "present": True, "change": "unchanged",
+                   "gone_in": None}
             for name, header in (("etag", b"ETag"), ("last_modified", b"Last-Modified")):
                 if response.headers.get(header):
                     row[name] = _header(response, header)
-            self._pending[number] = (row, "unchanged")
+            self._pending[number] = row
             return page.links
         before = self.page(page.url) or self.known(page.final_url)
         digest = body_hash(response.body)
-        if before is None or not before.present:
+        gone = page.status in _GONE
+        # A page gone before and gone still is compared like any other.
+        if before is None or (not before.present and not gone):
             page.change = "new"
         elif before.status == page.status and before.hash == digest:
             page.change = "unchanged"
@@ -246,31 +248,28 @@ class Memory:
             "url": page.url, "final_url": page.final_url, "status": page.status,
             "etag": _header(response, b"ETag"), "last_modified": _header(response, b"Last-Modified"),
             "hash": digest, "content_type": page.content_type, "title": None, "links": None,
-            "present": page.status not in _GONE,
+            "present": not gone, "change": page.change,
+            # The walk that found it gone, for the report's removed.
+            "gone_in": self.walk if gone and before is not None and before.present else None,
         }
-        if before is not None and before.present and page.status in _GONE:
-            self._removed.append({"url": page.url, "why": str(page.status)})
-            self._removed_final.append(before.final_url)
-        self._pending[number] = (row, page.change)
+        self._pending[number] = row
         return None
 
     def settled(self, number: int, page: Page) -> None:
         """The page of request ``number`` went through the consumers: its row is written (with
         the title and links its reading found) and its change counted."""
-        pending = self._pending.pop(number, None)
-        if pending is None or self.walk is None:
+        row = self._pending.pop(number, None)
+        if row is None or self.walk is None:
             return
-        row, change = pending
         if page.status != 304:
             row["title"], row["links"] = page.title, page.links
         links = json.dumps(row["links"]) if row["links"] is not None else None
         self._db.execute(
             "INSERT OR REPLACE INTO pages (url, final_url, status, etag, last_modified, hash, content_type, title, "
-            "links, walk, present) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "links, walk, present, change, gone_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row["url"], row["final_url"], row["status"], row["etag"], row["last_modified"], row["hash"],
-             row["content_type"], row["title"], links, self.walk, int(row["present"])),
+             row["content_type"], row["title"], links, self.walk, int(row["present"]), row["change"], row["gone_in"]),
         )
-        self._counts[change] += 1
 
     def released(self, number: int) -> None:
         """Request ``number`` ended without a page that counts: nothing is written of it."""
@@ -280,9 +279,14 @@ class Memory:
         """What changed since the previous walk (computed once, when the walk ends)."""
         if self._changes is not None:
             return self._changes
-        counts = self._counts
-        changes = Changes(counts["new"], counts["changed"], counts["unchanged"], list(self._removed),
-                          removed_final_urls=list(self._removed_final))
+        # From the rows this walk wrote: a walk resumed from JOBDIR counts its earlier part too.
+        db, walk = self._db, self.walk or 0
+        counts = dict(db.execute("SELECT change, COUNT(*) FROM pages WHERE walk = ? GROUP BY change", (walk,)).fetchall())
+        changes = Changes(*(counts.get(name, 0) for name in CHANGES))
+        for url, final_url, status in db.execute(
+                "SELECT url, final_url, status FROM pages WHERE gone_in = ? ORDER BY rowid", (walk,)).fetchall():
+            changes.removed.append({"url": url, "why": str(status)})
+            changes.removed_final_urls.append(final_url)
         previous = self._db.execute(
             "SELECT id, shape FROM walks WHERE ended IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 1",
             (self.walk or 0,)).fetchone()

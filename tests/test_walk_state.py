@@ -256,3 +256,23 @@ def test_a_redirect_hop_and_a_gzip_page_are_asked_conditionally(make_site, tmp_p
         (site("/zipped"), site("/zipped"), 304, "unchanged"), (site("/leaf"), site("/leaf"), 304, "unchanged"),
     ]
     assert [item["title"] for item in items] == [item["title"] for item in first]
+
+
+def test_a_walk_resumed_from_jobdir_is_one_walk_of_its_state(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    walk(site, tmp_path)
+    args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "delay=0.15", "-a", "state=state",
+            "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job", *allow_loopback()]
+    mark = len(site.log())
+    process = start_cli(*args, cwd=tmp_path)
+    wait_for_pages(site, len(site.paths()) + 3, process)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=30)
+    assert json.loads((tmp_path / "r.json").read_text())["stopped"] == "interrupted"
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Each page once across both runs, every one a 304; the report counts the whole walk.
+    requests = [entry for entry in since(site, mark) if "method" in entry and entry["path"] != "/robots.txt"]
+    assert [entry["path"] for entry in requests] == ORDER
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["changes"] == {"new": 0, "changed": 0, "unchanged": 7, "removed": [], "unreached": None}
