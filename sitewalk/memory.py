@@ -185,7 +185,7 @@ class Memory:
     """
 
     def __init__(self, config: WalkConfig, surface: Surface) -> None:
-        self._config = config
+        self._seed = config.seed
         self._db = _connect(config, surface)
         self._shape = json.dumps({name: getattr(config, name) for name in _SHAPE}, sort_keys=True)
         # This walk's row in walks, from begin().
@@ -256,8 +256,8 @@ class Memory:
         return None
 
     def settled(self, number: int, page: Page) -> None:
-        """The page of request ``number`` went through the consumers: its row is written (with
-        the title and links its reading found) and its change counted."""
+        """The page of request ``number`` went through the consumers: its row is written, with
+        the title and links its reading found (and its change, which :meth:`changes` counts)."""
         row = self._pending.pop(number, None)
         if row is None or self.walk is None:
             return
@@ -290,8 +290,13 @@ class Memory:
         previous = self._db.execute(
             "SELECT id, shape FROM walks WHERE ended IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 1",
             (self.walk or 0,)).fetchone()
+        seed = db.execute("SELECT status FROM pages WHERE url = ? AND walk = ?", (self._seed, walk)).fetchone()
         if previous is None:
             changes.unreached = "no earlier walk ended: pages not reached are not compared"
+        elif seed is None or seed[0] >= 400:
+            # A site down for a moment is not a site whose pages are all gone.
+            answer = "was not fetched" if seed is None else f"answered {seed[0]}"
+            changes.unreached = f"the seed {answer}: pages not reached are not compared"
         elif stopped not in _COMPARABLE_STOPS:
             changes.unreached = f"this walk was stopped ({stopped}): pages not reached are not compared"
         elif previous[1] != self._shape:

@@ -25,12 +25,12 @@ ORDER = ["/", "/a", "/b", "/c", "/a1", "/a2", "/b1"]
 DEPTHS = {"/": 0, "/a": 1, "/b": 1, "/c": 1, "/a1": 2, "/a2": 2, "/b1": 2}
 
 
-def walk(site: Any, cwd: Path, *more: str, feed: str = "pages.jsonl") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One walk of ``site`` with the state in ``cwd/state``: its items and its report."""
+def walk(site: Any, cwd: Path, *more: str, feed: str = "pages.jsonl", status: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One walk of ``site`` with the state in ``cwd/state`` (ending with exit ``status``): its items and its report."""
     args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "delay=0", "-a", "state=state",
             "-a", "report=r.json", "-O", feed, *allow_loopback(), *more]
     result = run_cli(*args, cwd=cwd)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == status, result.stderr
     items = [json.loads(line) for line in (cwd / feed).read_text().splitlines()]
     return items, json.loads((cwd / "r.json").read_text())
 
@@ -276,3 +276,16 @@ def test_a_walk_resumed_from_jobdir_is_one_walk_of_its_state(make_site, tmp_path
     assert [entry["path"] for entry in requests] == ORDER
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["changes"] == {"new": 0, "changed": 0, "unchanged": 7, "removed": [], "unreached": None}
+
+
+def test_a_seed_that_fails_for_a_walk_does_not_remove_the_site(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    walk(site, tmp_path)
+    change(site, {**SITE, "/": {"status": 500, "body": "down"}})
+    _, report = walk(site, tmp_path, status=1)  # a seed that answered 5xx: exit status 1
+    assert report["changes"]["removed"] == []
+    assert report["changes"]["unreached"] == "the seed answered 500: pages not reached are not compared"
+    change(site, SITE)
+    items, report = walk(site, tmp_path)
+    # The seed changed twice; every other page is as the state knew it.
+    assert [item["change"] for item in items] == ["changed"] + ["unchanged"] * 6

@@ -153,12 +153,17 @@ class SitewalkSpider(Spider):
             walk.frontier.set_origin(response.url)
             if self._sitemaps is not None and walk.frontier.origin is not None:
                 self._sitemaps.start(walk.frontier.origin)
+        # With a state: the page is new, changed or unchanged; one answered 304 Not Modified goes
+        # on from the links the state kept, unread.
+        memory = self._memory
+        remembered = memory.arrived(ticket.number, response, page, response.meta.get(VALIDATED)) if memory else None
         # One page that cannot be read is that page's failure, not the walk's: it is counted,
         # its links are not followed, and it takes its turn like any other page.
-        # With a state: is the page new, changed or unchanged; a 304 goes on from its links there.
-        remembered = self._memory.arrived(ticket.number, response, page, response.meta.get(VALIDATED)) if self._memory else None
         try:
-            links, failed = (remembered, None) if remembered is not None else await self._reading.links(ticket, response, page)
+            if remembered is not None:
+                links, failed = remembered, None
+            else:
+                links, failed = await self._reading.links(ticket, response, page)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
             offsite = walk.admit_links(links, page.depth + 1, response.url)
