@@ -94,11 +94,14 @@ def test_changed_new_and_removed_pages_are_classified_exactly(make_site, tmp_pat
     assert report["changes"]["removed"] == [{"url": site("/c"), "why": "404"}, {"url": site("/a2"), "why": "unreached"}]
     assert report["changes"]["unreached"] is None
 
-    # Removed once: the walk after says nothing of them again, and /c, back, is new.
-    spec["/c"] = SITE["/c"]
-    change(site, spec)
+    # Removed once: the walk after says nothing of them again; /c, still gone, is unchanged.
     items, report = walk(site, tmp_path)
     assert report["changes"]["removed"] == []
+    assert {item["url"]: item["change"] for item in items}[site("/c")] == "unchanged"
+    # And /c, back, is new.
+    spec["/c"] = SITE["/c"]
+    change(site, spec)
+    items, _ = walk(site, tmp_path)
     assert {item["url"]: item["change"] for item in items}[site("/c")] == "new"
 
 
@@ -146,6 +149,17 @@ def test_budgets_are_exact_with_a_state(make_site, tmp_path):
     # Another max_pages than the previous walk's: the pages it did not reach are not called removed.
     assert report["changes"]["removed"] == []
     assert report["changes"]["unreached"].startswith("max_pages (4, was 20) differs")
+
+
+def test_max_bytes_is_exact_with_a_state(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    walk(site, tmp_path)
+    # Each 304 costs its status line and headers: max_bytes cuts the walk there as it cuts bodies.
+    items, report = walk(site, tmp_path, "-a", "max_bytes=700")
+    assert report["stopped"] == "max-bytes"
+    assert report["bytes"] == 700
+    assert 0 < len(items) < 7 and all(item["status"] == 304 for item in items)
+    assert sum(item["byte_count"] for item in items) < 700
 
 
 def test_a_state_of_another_origin_is_refused(make_site, tmp_path):
