@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sitewalk.exceptions import SitewalkError
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CHANGES", "FILE", "Changes", "Memory", "Remembered", "check_state"]
 
-# The file a state directory holds.
+# The file a state directory holds, and the file a walk locks while it uses the state.
 FILE = "sitewalk-state.sqlite"
+_LOCK = "sitewalk-state.lock"
 _VERSION = 1
 # What an item's ``change`` says of its page.
 CHANGES = ("new", "changed", "unchanged")
@@ -161,11 +163,28 @@ def _created(path: Path, config: WalkConfig, surface: Surface) -> sqlite3.Connec
     return connection
 
 
+def _locked(config: WalkConfig, surface: Surface) -> IO[bytes]:
+    """The state's lock, held until the file returned is closed (or the process ends, killed or
+    not): two walks at once would each take the other's pages for removed ones."""
+    lock = _path(config).with_name(_LOCK).open("ab")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise SitewalkError(
+            f"{surface.name('state')} {config.state!r} is in use by another walk: wait for it to end, "
+            "or give this walk another state directory"
+        ) from None
+    return lock
+
+
 def check_state(config: WalkConfig, surface: Surface) -> None:
-    """Before the walk: a state that is damaged, from another sitewalk or of another origin is
-    refused in one line (a new one is created, which checks that it can be written)."""
+    """Before the walk: a state that is damaged, from another sitewalk, of another origin or in
+    use by another walk is refused in one line (a new one is created, which checks that it can be
+    written)."""
     if config.state is not None:
         _connect(config, surface).close()
+        _locked(config, surface).close()
 
 
 class Memory:
@@ -181,12 +200,14 @@ class Memory:
     (their next walk fetches them whole), never the state itself.
 
     A walk's rows are written from :meth:`begin` on; until then the state is only read, so a
-    walk refused before it starts leaves it as it was.
+    walk refused before it starts leaves it as it was. One walk at a time uses a state (a lock
+    file beside it, which the kernel releases when a walk ends, however it ends).
     """
 
     def __init__(self, config: WalkConfig, surface: Surface) -> None:
         self._seed = config.seed
         self._db = _connect(config, surface)
+        self._lock = _locked(config, surface)
         self._shape = json.dumps({name: getattr(config, name) for name in _SHAPE}, sort_keys=True)
         # This walk's row in walks, from begin().
         self.walk: int | None = None
@@ -319,6 +340,7 @@ class Memory:
             self._db.executemany("UPDATE pages SET present = 0 WHERE url = ?", [(url,) for url in unreached])
             self._db.execute("UPDATE walks SET ended = ?, stopped = ? WHERE id = ?", (time.time(), stopped, self.walk))
         self._db.close()
+        self._lock.close()
 
 
 def _header(response: Response, name: bytes) -> str | None:

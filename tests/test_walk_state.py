@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 from pathlib import Path
@@ -186,6 +187,25 @@ def test_a_damaged_state_is_refused(make_site, tmp_path):
         "directory (e.g. -a state=state), or delete that one to start over"
     )
     assert site.paths() == []
+
+
+def test_a_state_in_use_by_another_walk_is_refused(make_site, tmp_path):
+    site = make_site(SITE)
+    walk(site, tmp_path)
+    mark = len(site.log())
+    # Another walk holds the state's lock (here this test, as a walk would for its whole run).
+    with (tmp_path / "state" / "sitewalk-state.lock").open("ab") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = run_cli("-a", f"seed={site('/')}", "-a", "state=state", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "sitewalk: error: state 'state' is in use by another walk: wait for it to end, or give this walk another "
+        "state directory"
+    )
+    assert site.log()[mark:] == []
+    # Once it is free, the next walk goes on from it.
+    _, report = walk(site, tmp_path)
+    assert report["changes"]["unchanged"] == 7
 
 
 def test_changed_only_needs_a_state(tmp_path):
