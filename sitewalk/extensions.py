@@ -118,11 +118,11 @@ def _nothing() -> None:
 
 
 class WalkMemory(WalkComponent):
-    """With ``state``, the walk's memory of its site (:class:`sitewalk.memory.Memory`): read as
-    the walk is set up (a state damaged or of another origin is refused then), written from
-    ``spider_opened`` on (a walk refused before leaves it as it was), a page's row at each page
-    the ledger settles (:meth:`sitewalk.ledger.Ledger.listen`), and what changed when it ends.
-    ``memory`` is None without a state.
+    """With ``state``, the walk's memory of its site (``memory``, :class:`sitewalk.memory.Memory`):
+    read and locked as the walk is set up (a state damaged, of another origin or in use is refused
+    then), written from ``spider_opened`` on (a walk refused before leaves it as it was), a page's
+    row at each page the ledger settles (:meth:`sitewalk.ledger.Ledger.listen`), and what changed
+    when it ends. NotConfigured without a state.
 
     Stats: ``sitewalk/state/<change>`` (pages new, changed and unchanged), ``sitewalk/state/removed``.
     """
