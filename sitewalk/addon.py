@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from sitewalk import jobs
+from sitewalk import items, jobs
 from sitewalk.items import FIELDS
 from sitewalk.state import Walk
 
@@ -65,6 +66,11 @@ _OPTIONAL: tuple[tuple[str, str, int, Callable[[Walk, BaseSettings], bool]], ...
     ("SPIDER_MIDDLEWARES", "sitewalk.linkcheck.LinkChecker", 900, lambda walk, _: walk.config.check_links),
     ("EXTENSIONS", "sitewalk.journal.WalkJournal", 10, lambda _, settings: jobs.journal_path(settings) is not None),
     ("ITEM_PIPELINES", "sitewalk.pipelines.SaveDirPipeline", 200, lambda walk, _: walk.config.save_dir is not None),
+    # With a state: between Scrapy's decompression (590) and redirects (600), so that a redirect
+    # hop is asked conditionally too and a 304 is seen before it is decompressed.
+    ("DOWNLOADER_MIDDLEWARES", "sitewalk.downloadermiddlewares.validators.ValidatorsMiddleware", 595,
+     lambda walk, _: walk.config.state is not None),
+    ("EXTENSIONS", "sitewalk.extensions.WalkMemory", 10, lambda walk, _: walk.config.state is not None),
 )
 # Feed formats whose Scrapy exporter the walk replaces (unless FEED_EXPORTERS names one already).
 _EXPORTERS = {
@@ -92,8 +98,8 @@ class Addon:
     ``DEFAULT_REQUEST_HEADERS``, winning per name; a resumed walk (JOBDIR) appends to its feeds;
     a scrapyd job without feeds writes ``<SITEWALK_JOBS_DIR>/sitewalk/<job>.jsonl``.
 
-    Rendering, link checking, the JOBDIR journal and save_dir are wired only for a walk that asks
-    for them, so that a walk imports only the components it uses.
+    Rendering, link checking, the JOBDIR journal, save_dir and the state are wired only for a walk
+    that asks for them, so that a walk imports only the components it uses.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -128,10 +134,16 @@ class Addon:
         feeds = (jobs.job_feeds(settings, walk.job) if walk.job else None) or settings.getdict("FEEDS")
         options: dict[str, Any] = {"overwrite": False} if walk.resumed else {}
         defaults: dict[str, Any] = {"item_classes": [item_class]}
-        if item_class == "sitewalk.items.IndexEntry" and not settings.get("FEED_EXPORT_FIELDS"):
-            # The index's optional fields only when asked for, not as nulls in every item.
-            asked = [name for name in ("links", "content") if getattr(walk.config, name)]
-            defaults["fields"] = [*FIELDS, *asked]
+        if not settings.get("FEED_EXPORT_FIELDS"):
+            # Optional fields only when asked for, not as nulls in every item: the index's links
+            # and content, and every item's change (with a state).
+            changes = ["change"] if walk.config.state is not None else []
+            if item_class == "sitewalk.items.IndexEntry":
+                asked = [name for name in ("links", "content") if getattr(walk.config, name)]
+                defaults["fields"] = [*FIELDS, *asked, *changes]
+            else:
+                item_fields = fields(getattr(items, item_class.rpartition(".")[2]))
+                defaults["fields"] = [spec.name for spec in item_fields if spec.name != "change"] + changes
         settings.set(
             "FEEDS",
             {uri: {**defaults, **feed, **options} for uri, feed in feeds.items()},

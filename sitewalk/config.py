@@ -189,6 +189,19 @@ class WalkConfig:
                       "(<meta name=robots content=noindex>, X-Robots-Tag: noindex)"),
     )
 
+    # The walk's memory across walks (sitewalk.memory).
+    state: str | None = field(
+        default=None,
+        metadata=arg("a directory where the walk remembers the site between walks: pages it knows are asked for "
+                      "only if changed (ETag, Last-Modified), and each item says whether its page is new, changed "
+                      "or unchanged"),
+    )
+    changed_only: bool = field(
+        default=False,
+        metadata=arg("with state: hand the consumers only new and changed pages (the walk still follows the "
+                      "links of unchanged ones)"),
+    )
+
     render: str = field(
         default="never",
         metadata=arg("run each page in a browser (Chromium) and read what its scripts made of it: never, always, "
@@ -286,6 +299,10 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
     if config.index_noindex and config.save_dir is None:
         raise SitewalkError(f"{surface.name('index_noindex')} chooses what save_dir keeps: give "
                             f"{surface.argument('save_dir', 'site')} too")
+    if config.changed_only and config.state is None:
+        raise SitewalkError(
+            f"{surface.name('changed_only')} tells pages from the previous walk's: give {surface.argument('state', 'state')} too"
+        )
     if config.render not in RENDER_MODES:
         raise SitewalkError(f"{surface.name('render')} must be one of {', '.join(RENDER_MODES)}, got {config.render!r}")
     if config.regex is not None and config.css is None and config.xpath is None:

@@ -16,6 +16,7 @@ from sitewalk import settings as sitewalk_settings
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import CLI, Surface
 from sitewalk.jobs import journal_path, local_feeds
+from sitewalk.memory import check_state
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -202,7 +203,7 @@ def _check_jobdir(journal: Path, surface: Surface) -> None:
 
 def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI) -> None:
     """Check what a walk of ``config`` writes, so that it fails before it starts: the report, the
-    feeds, the save directory, JOBDIR. The walk's components check their own settings (the progress
+    feeds, the save directory, JOBDIR, the state (damaged, or of another origin). The walk's components check their own settings (the progress
     interval, the guard's networks, the browser ``render`` runs) as Scrapy builds them
     (``from_crawler``), before any request too."""
     check_settings(settings, surface)
@@ -213,3 +214,4 @@ def check_run(config: WalkConfig, settings: BaseSettings, surface: Surface = CLI
     journal = journal_path(settings)
     if journal is not None:
         _check_jobdir(journal, surface)
+    check_state(config, surface)

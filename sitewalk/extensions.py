@@ -1,5 +1,6 @@
-"""Extensions of the walk: its clock and pace (WalkBudget), its report (WalkReport), and the storage
-of its local feeds (FileFeedStorage); its JOBDIR journal (WalkJournal) is in :mod:`sitewalk.journal`."""
+"""Extensions of the walk: its clock and pace (WalkBudget), its memory across walks (WalkMemory), its
+report (WalkReport), and the storage of its local feeds (FileFeedStorage); its JOBDIR journal
+(WalkJournal) is in :mod:`sitewalk.journal`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.exceptions import NotConfigured
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
@@ -19,6 +21,7 @@ from sitewalk import jobs
 from sitewalk.failures import Failed
 from sitewalk.items import Report, count
 from sitewalk.linkreport import Incomplete, incomplete, write_junit
+from sitewalk.memory import Memory
 from sitewalk.progress import budgets_spent, progress_interval, terminal_handler
 from sitewalk.spidermiddlewares import GrepMiddleware
 from sitewalk.state import WalkComponent
@@ -32,10 +35,12 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
     from scrapy.utils.asyncio import CallLaterResult
 
+    from sitewalk.tickets import Ticket
+
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkReport"]
+__all__ = ["FileFeedStorage", "WalkBudget", "WalkFeedExporter", "WalkMemory", "WalkReport", "stopped_reason"]
 
 
 class WalkBudget(WalkComponent):
@@ -111,6 +116,50 @@ def _nothing() -> None:
     """What :class:`WalkBudget`'s tick does: the reactor clears its cancelled timers when it fires."""
 
 
+class WalkMemory(WalkComponent):
+    """With ``state``, the walk's memory of its site (``memory``, :class:`sitewalk.memory.Memory`):
+    read and locked as the walk is set up (a state damaged, of another origin or in use is refused
+    then), written from ``spider_opened`` on (a walk refused before leaves it as it was), a page's
+    row at each page the ledger settles (:meth:`sitewalk.ledger.Ledger.listen`), and what changed
+    when it ends. NotConfigured without a state.
+
+    Stats: ``sitewalk/state/<change>`` (pages new, changed and unchanged), ``sitewalk/state/removed``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        config = self.walk.config
+        if config.state is None:
+            # Without a message: Scrapy logs NotConfigured's as a warning, on every walk without a state.
+            raise NotConfigured
+        self.memory = Memory(config, self.walk.surface)
+        self.walk.ledger.listen(self._ledger_event)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def spider_opened(self) -> None:
+        self.memory.begin(resumed=self.walk.resumed is not None)
+
+    def _ledger_event(self, event: str, ticket: Ticket) -> None:
+        if event == "settle" and ticket.page is not None:
+            self.memory.settled(ticket.number, ticket.page)
+            self.crawler.stats.inc_value(f"sitewalk/state/{ticket.page.change}")
+        else:
+            self.memory.released(ticket.number)
+
+    def spider_closed(self, reason: str) -> None:
+        stopped = stopped_reason(reason)
+        removed = len(self.memory.changes(stopped).removed)
+        if removed:
+            self.crawler.stats.set_value("sitewalk/state/removed", removed)
+        self.memory.close(stopped)
+
+
+def stopped_reason(reason: str) -> str | None:
+    """The report's ``stopped`` for Scrapy's close reason."""
+    return {"finished": None, "shutdown": "interrupted"}.get(reason, reason)
+
+
 class WalkReport(WalkComponent):
     """Writes how the walk went when it ends: the report (``report`` argument, or beside a
     scrapyd job's items), the ``junit`` and ``html_report`` files if asked for, and the report's
@@ -143,7 +192,7 @@ class WalkReport(WalkComponent):
 
     def spider_closed(self, reason: str) -> None:
         walk = self.walk
-        stopped = {"finished": None, "shutdown": "interrupted"}.get(reason, reason)
+        stopped = stopped_reason(reason)
         if stopped:
             self.crawler.stats.inc_value(f"sitewalk/budget/stopped/{stopped}")
         elapsed = walk.ledger.elapsed()
@@ -165,6 +214,9 @@ class WalkReport(WalkComponent):
             unchecked_links=list(walk.results.links.unchecked),
             refetched=self._refetched,
         )
+        memory = self.crawler.get_extension(WalkMemory)
+        if memory is not None:
+            report.changes = memory.memory.changes(stopped).to_dict()
         book = walk.results.links
         verdicts = book.verdicts(report.failures, report.error)
         report.broken_links = book.broken(verdicts)

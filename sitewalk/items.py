@@ -59,6 +59,8 @@ class Page(_Fetched):
     _content: tuple[str, bool, str] | None = field(default=None, repr=False, compare=False)
     # The parsed HTML, if the walk parsed it in this process (see `tree`).
     _tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
+    # With a state (sitewalk.memory): new, changed or unchanged since the previous walk.
+    change: str | None = None
 
     @property
     def tree(self) -> LexborHTMLParser | None:
@@ -162,11 +164,13 @@ class IndexEntry(_Fetched):
 
     links: list[str] | None = None
     content: str | None = None
+    # With a state: the page is new, changed or unchanged since the previous walk (sitewalk.memory).
+    change: str | None = None
 
     @classmethod
     def from_page(cls, page: Page, *, links: bool = False, content: str | None = None,
                   main_content: bool = False) -> IndexEntry:
-        entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)})
+        entry = cls(**{spec.name: getattr(page, spec.name) for spec in fields(_Fetched)}, change=page.change)
         if links and page.links is not None:
             entry.links = list(dict.fromkeys(page.links))
         if content is not None and 200 <= page.status < 300:
@@ -188,6 +192,8 @@ class Match:
     before: list[str]
     after: list[str]
     depth: int
+    # With a state: whether the page is new, changed or unchanged since the previous walk.
+    change: str | None = None
 
 
 @dataclass
@@ -197,6 +203,8 @@ class Extract:
     url: str
     depth: int
     values: list[str]
+    # With a state: whether the page is new, changed or unchanged since the previous walk.
+    change: str | None = None
 
 
 @dataclass
@@ -235,6 +243,9 @@ class Report:
     # With JOBDIR: the pages a resumed walk fetched again because its journal was damaged (the
     # pages done that the lines dropped name); 0 when not resumed or not damaged.
     refetched: int = 0
+    # With a state: what changed since the previous walk (sitewalk.memory.Changes: new, changed,
+    # unchanged, removed, and why pages not reached are not compared, when they are not); null without.
+    changes: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

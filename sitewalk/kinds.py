@@ -6,13 +6,16 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KIND", "RULES", "WIRE_BYTES", "Kind", "Pace", "Rules", "kind_of"]
+__all__ = ["KIND", "RULES", "VALIDATED", "WIRE_BYTES", "Kind", "Pace", "Rules", "kind_of"]
 
 # The request meta key that carries a request's kind; a request without one is a page's.
 KIND = "sitewalk_kind"
 # The request meta key that counts the bytes the ledger charged for the request's current
 # response, on the wire (sitewalk.ledger): a page's byte_count.
 WIRE_BYTES = "sitewalk_wire_bytes"
+# The request meta key naming the page of the state (sitewalk.memory) whose validators a page
+# request sent (If-None-Match, If-Modified-Since): a 304 answer is that page, unchanged.
+VALIDATED = "sitewalk_validated"
 
 
 class Kind(enum.Enum):

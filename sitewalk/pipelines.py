@@ -13,6 +13,7 @@ from scrapy.pipelines import ItemPipelineManager
 
 from sitewalk import patterns
 from sitewalk.documents import DOCUMENT_TYPES
+from sitewalk.extensions import WalkMemory, stopped_reason
 from sitewalk.items import Extract, IndexEntry, Page
 from sitewalk.state import WalkComponent
 from sitewalk.tickets import Dropped
@@ -142,7 +143,7 @@ class ExtractPipeline(WalkComponent):
             return item
         self.crawler.stats.inc_value("sitewalk/extract/pages")
         self.crawler.stats.inc_value("sitewalk/extract/values", len(values))
-        return Extract(url=item.final_url, depth=item.depth, values=values)
+        return Extract(url=item.final_url, depth=item.depth, values=values, change=item.change)
 
 
 class SaveDirPipeline(WalkComponent):
@@ -150,10 +151,13 @@ class SaveDirPipeline(WalkComponent):
     Markdown unless ``content`` names text or HTML, the main part with ``main_content``; text
     pages as they are, binary pages not at all. A resumed walk (JOBDIR) rewrites no page it had
     saved. A page that asks not to be indexed (``noindex``) is not saved, unless
-    ``index_noindex``. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page
+    ``index_noindex``. With a state (:mod:`sitewalk.memory`), only new and changed pages are
+    written (an unchanged page's file stays as it was) and the files of the pages the walk found
+    removed are deleted. At the end of the walk, ``llms.txt`` and ``llms-full.txt`` of every page
     saved, but one copy of pages that name another saved page as their original (``canonical``).
 
-    Stats: ``sitewalk/save_dir/pages`` (files written), ``sitewalk/save_dir/noindex`` (pages left out).
+    Stats: ``sitewalk/save_dir/pages`` (files written), ``sitewalk/save_dir/noindex`` (pages left
+    out), ``sitewalk/save_dir/removed`` (files deleted).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -171,7 +175,8 @@ class SaveDirPipeline(WalkComponent):
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def process_item(self, item: Any) -> Any:
-        if isinstance(item, Page) and 200 <= item.status < 300:
+        unchanged = isinstance(item, Page) and item.change == "unchanged" and item.final_url in self._directory.pages
+        if isinstance(item, Page) and 200 <= item.status < 300 and not unchanged:
             if item.noindex and not self._noindex:
                 self.crawler.stats.inc_value("sitewalk/save_dir/noindex")
                 return item
@@ -185,8 +190,14 @@ class SaveDirPipeline(WalkComponent):
                     self.crawler.stats.inc_value("sitewalk/save_dir/pages")
         return item
 
-    def spider_closed(self) -> None:
+    def spider_closed(self, reason: str) -> None:
         directory = self._directory
+        memory = self.crawler.get_extension(WalkMemory)
+        if memory is not None:
+            changes = memory.memory.changes(stopped_reason(reason))
+            removed = sum(directory.remove(url) for url in changes.removed_final_urls)
+            if removed:
+                self.crawler.stats.set_value("sitewalk/save_dir/removed", removed)
         directory.close()
         if directory.pages:
             directory.write_llms_txt(self.walk.config.seed)

@@ -11,8 +11,10 @@ where two URLs would still share a file (``/`` and ``/index.html``; ``/a`` and `
 later one's name gets ``{hash}`` of its URL before the extension.
 
 ``.sitewalk-pages.jsonl`` in the directory records each file as it is written (URL, file,
-title, description), so a resumed walk keeps the names already given and rewrites no page it
-had saved; a page's file is written whole (a temporary file renamed) before its line.
+title, description), and each file removed (``{"url": ..., "removed": true}``: a walk with a
+state removes the files of pages gone), so a resumed walk keeps the names already given and
+rewrites no page it had saved; a page's file is written whole (a temporary file renamed) before
+its line.
 """
 
 from __future__ import annotations
@@ -105,8 +107,14 @@ class SaveDir:
         if record.exists():
             for line in record.read_text(encoding="utf-8").splitlines():
                 try:
-                    saved = SavedPage(**json.loads(line))
-                except (ValueError, TypeError):
+                    entry = json.loads(line)
+                    if isinstance(entry, dict) and entry.get("removed"):
+                        gone = self.pages.pop(entry["url"], None)
+                        if gone is not None:
+                            self._files.pop(gone.file, None)
+                        continue
+                    saved = SavedPage(**entry)
+                except (ValueError, TypeError, KeyError):
                     continue  # a line cut short by a crash: its page is saved again
                 self.pages[saved.url] = saved
                 self._files[saved.file] = saved.url
@@ -137,6 +145,17 @@ class SaveDir:
         self._record.write(json.dumps(asdict(saved), ensure_ascii=False) + "\n")
         self._record.flush()
         return saved
+
+    def remove(self, url: str) -> bool:
+        """Delete the file of the page at ``url`` (a page gone from the site); whether there was one."""
+        saved = self.pages.pop(url, None)
+        if saved is None:
+            return False
+        self._files.pop(saved.file, None)
+        (self.root / saved.file).unlink(missing_ok=True)
+        self._record.write(json.dumps({"url": url, "removed": True}) + "\n")
+        self._record.flush()
+        return True
 
     def _free_name(self, name: str, url: str) -> str:
         owner = self._files.get(name)

@@ -196,6 +196,7 @@ class GrepMiddleware(WalkComponent):
                 before=lines[max(index - self.context, 0) : index],
                 after=lines[index + 1 : index + 1 + self.context],
                 depth=page.depth,
+                change=page.change,
             )
             for index in hits[: max(room, 0)]
         ]

@@ -1,7 +1,7 @@
 """A local test site: serves pages from a JSON spec and logs every request it receives.
 
 Run as ``python tests/mockserver.py SPEC.json LOG.jsonl [--host 127.0.0.1] [--idle-timeout S]
-[--requests-per-connection N] [--send-buffer BYTES] [--write-size BYTES] [--wait-for-reads]``; it binds port 0 and prints its base URL on the first line of stdout.
+[--requests-per-connection N] [--send-buffer BYTES] [--write-size BYTES] [--wait-for-reads] [--reload]``; it binds port 0 and prints its base URL on the first line of stdout.
 ``--idle-timeout`` closes a kept-alive connection idle that long; ``--requests-per-connection``
 answers N requests on a connection and closes it on the next one, unanswered (logged as
 ``dropped``), as a server that closed an idle connection just as the request arrived.
@@ -14,7 +14,8 @@ writes each piece of a body only once the client has read everything written bef
 server's send queue is empty and so is the receive queue of the client's socket, as the kernel's
 sock_diag tells of a client on this machine), as a slow link would: the server is then never more
 than one write ahead of what the client read, and it stops writing once the client has closed
-its end (it cut the download off).
+its end (it cut the download off). ``--reload`` reads the spec again when its file changed (a site that
+changes between two walks on the same origin).
 The spec maps paths (with query) to pages:
 
     {"/": {"links": ["/a", "/b"], "title": "Home"},
@@ -36,7 +37,9 @@ connection is closed), ``cut`` (close the connection after that many body bytes)
 (close the connection without answering), ``reset`` (reset the connection without answering: a
 TCP RST, SO_LINGER 0, where ``close`` sends a FIN), ``methods`` (the methods answered, GET and HEAD by
 default; another is answered 405), ``before`` (a list of pages answered first, one per
-request for the path, before the page itself). A path not in the spec is a 404. Each log line is JSON: time, method (GET or HEAD: a HEAD is answered as a GET, without the body), path, headers,
+request for the path, before the page itself), ``validators`` (send an ``ETag`` of the body and a
+``Last-Modified``, and answer a request that names them, ``If-None-Match`` or
+``If-Modified-Since``, 304 Not Modified without a body: logged ``not_modified``). A path not in the spec is a 404. Each log line is JSON: time, method (GET or HEAD: a HEAD is answered as a GET, without the body), path, headers,
 ``answering`` (how many requests the server was answering at once, this one included),
 ``on_connection`` (the how-manyth request on its connection this is: 1 on a fresh one), and
 ``bytes_sent`` is logged on a second line when the body was written; each connection accepted is
@@ -52,6 +55,7 @@ import argparse
 import base64
 import fcntl
 import gzip
+import hashlib
 import html
 import json
 import random
@@ -137,6 +141,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.answered = answered + 1
+        self.server.reload()
         page = self.server.spec.get(self.path)
         if page is not None and page.get("before"):
             # Answers given first, one per request, before the page itself.
@@ -173,6 +178,9 @@ class Handler(BaseHTTPRequestHandler):
         if page.get("gzip"):
             body = self.server.gzipped(body)
             headers["Content-Encoding"] = "gzip"
+        # The ETag of the body before any gzip (whose header holds the time it was made).
+        if page.get("validators") and self.not_modified(self.server.body_of(page), headers):
+            return
         chunked = page.get("chunked", False)
         self.send_response(status)
         for name, value in headers.items():
@@ -211,6 +219,23 @@ class Handler(BaseHTTPRequestHandler):
         self.server.log({"time": time.time(), "sent": self.path, "bytes_sent": sent, "wire_bytes": self.wire_bytes})
         if chunked:
             self.close_connection = True
+
+    def not_modified(self, body: bytes, headers: dict[str, str]) -> bool:
+        """Validators for ``body`` in ``headers``; a 304 sent (True) when the request's match them."""
+        headers["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        headers["Last-Modified"] = _MODIFIED
+        if self.headers.get("If-None-Match", self.headers.get("If-Modified-Since")) not in (headers["ETag"], _MODIFIED):
+            return False
+        self.send_response(304)
+        self.send_header("ETag", headers["ETag"])
+        self.send_header("Last-Modified", _MODIFIED)
+        self.end_headers()
+        self.server.log({"time": time.time(), "sent": self.path, "bytes_sent": 0, "not_modified": True})
+        return True
+
+
+# The Last-Modified of every page with validators: its ETag tells a changed body.
+_MODIFIED = "Mon, 01 Jan 2024 00:00:00 GMT"
 
 
 class ClientReads:
@@ -273,9 +298,12 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, host: str, spec: dict[str, Any], log_path: Path, requests_per_connection: int = 0,
-                 send_buffer: int = 0, write_size: int = 0, wait_for_reads: bool = False) -> None:
+                 send_buffer: int = 0, write_size: int = 0, wait_for_reads: bool = False,
+                 reload_from: Path | None = None) -> None:
         super().__init__((host, 0), Handler)
         self.spec = spec
+        self._reload_from = reload_from
+        self._loaded = reload_from.stat().st_mtime_ns if reload_from is not None else 0
         self.requests_per_connection = requests_per_connection
         self.send_buffer = send_buffer
         self.write_size = write_size
@@ -292,6 +320,15 @@ class Server(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         self.log({"time": time.time(), "connection": list(client_address)})
         super().process_request(request, client_address)
+
+    def reload(self) -> None:
+        """With --reload: the spec as its file says now."""
+        if self._reload_from is None:
+            return
+        with self._lock:
+            changed = self._reload_from.stat().st_mtime_ns
+            if changed != self._loaded:
+                self.spec, self._loaded = json.loads(self._reload_from.read_text(encoding="utf-8")), changed
 
     def count(self, path: str) -> int:
         """How many times ``path`` was asked for before this request."""
@@ -362,12 +399,13 @@ def main() -> None:
     parser.add_argument("--send-buffer", type=int, default=0)
     parser.add_argument("--write-size", type=int, default=0)
     parser.add_argument("--wait-for-reads", action="store_true")
+    parser.add_argument("--reload", action="store_true")
     args = parser.parse_args()
     # BaseHTTPRequestHandler applies it to each connection's socket: an idle one is closed.
     Handler.timeout = args.idle_timeout
     spec = json.loads(args.spec.read_text(encoding="utf-8"))
     server = Server(args.host, spec, args.log, args.requests_per_connection, args.send_buffer, args.write_size,
-                    args.wait_for_reads)
+                    args.wait_for_reads, args.spec if args.reload else None)
     print(server.origin, flush=True)
     server.serve_forever()
 

@@ -38,7 +38,7 @@ def test_index_feed_and_report(make_site, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert list(report) == [
         "seed", "origin", "fetched", "stopped", "error", "failures", "robots_skipped", "unvisited", "bytes",
-        "elapsed_s", "out_of_scope", "sitemaps", "sitemaps_not_read", "broken_links", "unchecked_links", "refetched",
+        "elapsed_s", "out_of_scope", "sitemaps", "sitemaps_not_read", "broken_links", "unchecked_links", "refetched", "changes",
     ]
     assert report["error"] is None
     assert report["seed"] == site("/") and report["origin"] == site.url

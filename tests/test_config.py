@@ -25,7 +25,7 @@ def test_defaults_live_in_one_place():
         "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "allow_incomplete": False, "check_links": False, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,
         "include": None, "exclude": None, "no_parent": False, "content": None, "main_content": False,
-        "links": False, "sitemap": False, "save_dir": None, "index_noindex": False,
+        "links": False, "sitemap": False, "save_dir": None, "index_noindex": False, "state": None, "changed_only": False,
         "render": "never",
     }
     assert WalkConfig(seed=SEED).headers == {}
@@ -114,7 +114,7 @@ def test_values_are_converted_to_the_declared_type(key, value, expected):
         ({"config": {"config": "other.toml"}}, "config mapping names another config"),
         ({"max_page": 2}, "unknown argument 'max_page' (did you mean 'max_pages'?)"),
         ({"gerp": "x"}, "unknown argument 'gerp' (did you mean 'grep'?)"),
-        ({"zzz": 1}, "unknown argument 'zzz' (known: allow_incomplete, check_links, concurrency, content, context, css,"),
+        ({"zzz": 1}, "unknown argument 'zzz' (known: allow_incomplete, changed_only, check_links, concurrency, content, context, css,"),
         ({"context": 1}, "context is an option of grep: give a grep pattern too, or leave context out"),
         ({"ignore_case": True}, "ignore_case is an option of grep: give a grep pattern too"),
         ({"max_matches": "5"}, "max_matches is an option of grep: give a grep pattern too"),

@@ -285,6 +285,33 @@ def test_resume(make_site, tmp_path):
     assert [item["url"] for item in jsonl(tmp_path / "pages.jsonl")] == [site(path) for path in spec]
 
 
+def test_state(make_site, tmp_path):
+    (again,) = commands(section("docs/state.md", "Walk a site again"))
+    (changed_only,) = commands(section("docs/state.md", "Only what changed"))
+    (refused,) = commands(section("docs/state.md", "What the state holds"))
+    spec = {path: {**page, "validators": True} for path, page in SITE.items()}
+    site = make_site(spec, options=("--reload",))
+    for _ in range(2):
+        result = run(on_site(again, site), tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert {item["change"] for item in jsonl(tmp_path / "pages.jsonl")} == {"unchanged"}
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["changes"]["unchanged"] == report["fetched"] == len(SITE)
+    spec["/api"]["body"] = "<p>TODO: the deprecation of v1</p>"
+    (site.log_path.parent / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    result = run(on_site(changed_only, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [(match["url"], match["change"]) for match in jsonl(tmp_path / "todo.jsonl")] == [(site("/api"), "changed")]
+    other = make_site(SITE)
+    result = run(refused.replace("https://other.example.org/", other("/")) + f" -s {ALLOW}", tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"sitewalk: error: --state 'state' holds the state of {site.url}, not of {other.url}: give another state "
+        "directory (e.g. --state state), or delete that one to start over"
+    )
+    assert other.requests() == []
+
+
 def test_security(make_site, tmp_path):
     intranet, loopback = commands(section("docs/security.md", "Allowing a network"))
     site = make_site(SITE)

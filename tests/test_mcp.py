@@ -1002,3 +1002,45 @@ async def test_web_fetch_and_web_crawl_say_noindex_and_canonical(server: Server,
     assert f"{site('/')} 200 " in crawled and "— Home [noindex]" in crawled
     assert f"— Copy [canonical: {site('/')}]" in crawled
     assert re.search(rf"^{re.escape(site('/hidden.pdf'))} 200 \d+ B \[noindex\]$", crawled, re.M)
+
+
+async def test_since_lists_what_changed_since_the_last_call_with_it(tmp_path: Path, make_site: Any) -> None:
+    spec: dict[str, Any] = {
+        "/": {"title": "Home", "links": ["/a", "/b"], "validators": True},
+        "/a": {"title": "Page A", "body": "<p>needle</p>", "validators": True},
+        "/b": {"title": "Page B", "validators": True},
+    }
+    site = make_site(spec, options=("--reload",))
+    options = ["--allow-networks", ALLOW, "--delay", "0", "--state-dir", "states"]
+    async with serve(tmp_path, *options) as running:
+        first = await running.call("web_crawl", url=site("/"), since=True)
+        assert [line.split(" ")[0] for line in text(first).splitlines()[:3]] == [site("/"), site("/a"), site("/b")]
+        assert "Since the last call with since: 3 new, 0 changed, 0 unchanged (not listed), 0 removed" in text(first)
+        spec["/b"]["title"] = "Page B, edited"
+        del spec["/a"]
+        (site.log_path.parent / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        mark = len(site.log())
+        second = await running.call("web_crawl", url=site("/"), since=True)
+        lines = text(second).splitlines()
+        # Only what changed is listed: /a, gone (404), and /b; the seed answered 304.
+        assert [line.split(" ")[:2] for line in lines[:2]] == [[site("/a"), "404"], [site("/b"), "200"]]
+        assert lines[2] == ""
+        assert "0 new, 2 changed, 1 unchanged (not listed), 1 removed" in lines[3]
+        assert lines[3].endswith(f"1 removed: {site('/a')} (404).")
+        seed = next(entry for entry in site.log()[mark:] if entry.get("path") == "/")
+        assert "If-None-Match" in seed["headers"]
+    # One state per origin, in the operator's directory.
+    assert [path.name for path in (tmp_path / "states").iterdir()] == [f"http_127.0.0.1_{site.url.rsplit(':', 1)[1]}"]
+
+
+async def test_since_is_offered_only_by_a_server_with_a_state(server: Server, make_site: Any, tmp_path: Path) -> None:
+    tools = {tool.name: tool for tool in (await server.session.list_tools()).tools}
+    assert "since" not in tools["web_crawl"].input_schema["properties"]
+    site = make_site(SITE)
+    result = await server.call("web_grep", url=site("/"), pattern="x", since=True)
+    assert result.is_error
+    assert "unknown parameter 'since'" in text(result)
+    assert site.requests() == []
+    async with serve(tmp_path, "--state-dir", "states") as running:
+        tools = {tool.name: tool for tool in (await running.session.list_tools()).tools}
+    assert {name for name, tool in tools.items() if "since" in tool.input_schema["properties"]} == {"web_crawl", "web_grep"}

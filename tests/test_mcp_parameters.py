@@ -23,9 +23,13 @@ async def _schemas(options: ServerOptions) -> dict[str, dict[str, Any]]:
 
 
 async def test_each_tool_takes_the_parameters_the_table_gives_it() -> None:
-    schemas = await _schemas(ServerOptions(max_pages=30, max_output_chars=5000))
+    options = ServerOptions(max_pages=30, max_output_chars=5000)
+    schemas = await _schemas(options)
     for tool in (FETCH, CRAWL, GREP):
-        assert list(schemas[tool]["properties"]) == [p.name for p in PARAMETERS if tool in p.tools]
+        assert list(schemas[tool]["properties"]) == [p.name for p in PARAMETERS if tool in p.tools and p.offered(options)]
+    # since only with a state directory.
+    assert "since" not in schemas[CRAWL]["properties"]
+    assert "since" in (await _schemas(ServerOptions(state_dir="states")))[CRAWL]["properties"]
     # Each maximum is the server's option that caps the parameter, the default kept under it.
     assert schemas[CRAWL]["properties"]["max_pages"]["maximum"] == 30
     assert schemas[FETCH]["properties"]["max_length"] | {"description": ""} == {

@@ -9,8 +9,9 @@ from sitewalk.mcp.report import _DESCRIPTIONS, _NEVER_FILLED, LISTED, WalkReport
 
 
 def test_the_model_has_the_reports_fields_and_a_total_per_list() -> None:
-    # Every field of the report, but those no tool call can fill (no tool takes check_links or JOBDIR).
-    assert set(_NEVER_FILLED) == {"unchecked_links", "refetched"}
+    # Every field of the report, but those no tool call can fill (no tool takes check_links or
+    # JOBDIR) and what changed (since), which the text says.
+    assert set(_NEVER_FILLED) == {"unchecked_links", "refetched", "changes"}
     names = [spec.name for spec in dataclasses.fields(Report) if spec.name not in _NEVER_FILLED]
     lists = [name for name, value in Report(seed="https://site.test/", origin=None).to_dict().items()
              if isinstance(value, list)]

@@ -16,7 +16,7 @@ from sitewalk.mcp.cursors import Cursors, Output, part
 from sitewalk.mcp.listings import grep_lines, index_lines
 from sitewalk.mcp.notices import report_notices
 from sitewalk.mcp.options import ServerOptions
-from sitewalk.mcp.parameters import CRAWL, GREP, tool, walk_arguments
+from sitewalk.mcp.parameters import CRAWL, GREP, since_arguments, tool, walk_arguments
 from sitewalk.mcp.report import WalkReport, bounded_report
 from sitewalk.mcp.walk import ToolWalk
 
@@ -39,7 +39,7 @@ def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
             return _continue(options, cursors, CRAWL, arguments["cursor"])
         # Of each page, its line's fields and marks (not the page: it holds the body).
         walk = ToolWalk(ctx, options, arguments["max_pages"], read=lambda page: (_entry(page), _signals(page)))
-        report = await walk.run(walk_async, walk_arguments(CRAWL, arguments))
+        report = await walk.run(walk_async, {**walk_arguments(CRAWL, arguments), **since_arguments(arguments, options)})
         lines, suffix = index_lines([entry for entry, _ in walk.pages])
         lines = [line + marks for line, (_, marks) in zip(lines, walk.pages, strict=True)]
         summary = (
@@ -48,6 +48,7 @@ def crawl_tool(options: ServerOptions, cursors: Cursors) -> Tool:
         )
         if suffix:
             summary += f" Titles ending {suffix.strip()!r} are shown without it."
+        summary += _since(report)
         narrow = "lower max_pages or max_depth, give include or exclude, or start from a deeper URL"
         output = Output(CRAWL, lines, summary, report_notices(report, arguments, options),
                         bounded_report(report, options.max_output_chars), unit="pages", narrow=narrow)
@@ -79,12 +80,13 @@ def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:
             raise ToolError("missing pattern: give the text or regular expression to search for (or a cut "
                             "output's cursor to continue it)")
         walk = ToolWalk(ctx, options, arguments["max_pages"])
-        matches, report = await walk.run(_grep, walk_arguments(GREP, arguments))
+        matches, report = await walk.run(_grep, {**walk_arguments(GREP, arguments), **since_arguments(arguments, options)})
         pages = len({match.url for match in matches})
         summary = (
             f"{count(len(matches), 'matching line')} on {pages} of {count(report.fetched, 'page')} "
             f"from {report.origin} in {report.elapsed_s:.1f}s."
         )
+        summary += _since(report)
         narrow = "a narrower pattern, lower max_matches, context, max_pages or max_depth, or give include or exclude"
         output = Output(GREP, grep_lines(matches), summary, report_notices(report, arguments, options),
                         bounded_report(report, options.max_output_chars), unit="lines", narrow=narrow)
@@ -93,6 +95,26 @@ def grep_tool(options: ServerOptions, cursors: Cursors) -> Tool:
     return tool(GREP, options, web_grep, WalkReport,
                 "Search the text of a web site's pages from url for pattern: matching lines by page, `N: line` "
                 "(context `N- line`). " + _WALK)
+
+
+def _since(report: Report) -> str:
+    """With ``since``: what changed since the last call with it, the pages removed (the first
+    :data:`_REMOVED_NAMED`, and how many more), and what the listing leaves out."""
+    changes = report.changes
+    if changes is None:
+        return ""
+    removed = changes["removed"]
+    said = (f" Since the last call with since: {changes['new']} new, {changes['changed']} changed, "
+            f"{changes['unchanged']} unchanged (not listed), {len(removed)} removed")
+    if not removed:
+        return said + "."
+    named = ", ".join(f"{entry['url']} ({entry['why']})" for entry in removed[:_REMOVED_NAMED])
+    more = f" and {len(removed) - _REMOVED_NAMED} more" if len(removed) > _REMOVED_NAMED else ""
+    return f"{said}: {named}{more}."
+
+
+# How many removed pages the summary names.
+_REMOVED_NAMED = 10
 
 
 async def _grep(grep: str, **arguments: Any) -> tuple[list[Match], Report]:

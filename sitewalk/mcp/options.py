@@ -23,6 +23,8 @@ class ServerOptions:
     ``max_output_chars`` bounds a call's whole result, text and structured content;
     ``cursor_memory`` the characters of cut walk outputs kept for their cursors. ``render``: whether
     the tools' ``render`` parameter may run pages in a browser (``--no-render``: never).
+    ``state_dir``: where the walks' states are kept, one directory per origin, for the tools'
+    ``since`` parameter (None: ``since`` is refused).
     """
 
     allow_networks: str | None = None
@@ -38,6 +40,8 @@ class ServerOptions:
     max_output_chars: int = 20_000
     cursor_memory: int = 5_000_000
     render: bool = True
+    # Where web_crawl and web_grep keep a state per origin for their since parameter; None: since is off.
+    state_dir: str | None = None
 
     def settings(self) -> dict[str, Any]:
         """The Scrapy settings every walk of this server runs with."""
@@ -114,6 +118,9 @@ OPTIONS = {spec.field: spec for spec in (
            "most characters of cut outputs the server keeps for their cursors", minimum=0),
     Option("render", "SITEWALK_MCP_RENDER",
            "let the tools' render parameter run pages in Chromium; default: true; --no-render: never"),
+    Option("state_dir", "SITEWALK_MCP_STATE_DIR",
+           "directory where web_crawl and web_grep keep what they saw of each origin, for their since "
+           "parameter; default: none (since is off)", "DIR"),
 )}
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
@@ -16,7 +19,7 @@ from sitewalk.config import WalkConfig, argument
 from sitewalk.mcp.options import ServerOptions
 from sitewalk.patterns import MAX_LENGTH
 
-__all__ = ["CRAWL", "FETCH", "GREP", "PARAMETERS", "Parameter", "tool", "walk_arguments"]
+__all__ = ["CRAWL", "FETCH", "GREP", "PARAMETERS", "Parameter", "since_arguments", "tool", "walk_arguments"]
 
 FETCH, CRAWL, GREP = "web_fetch", "web_crawl", "web_grep"
 _WALKS = (CRAWL, GREP)
@@ -39,6 +42,8 @@ class Parameter:
     field: Callable[[ServerOptions], Any]
     tools: tuple[str, ...]
     walk: str | None = None
+    # Whether a server with given options offers it (since: only with a state directory).
+    offered: Callable[[ServerOptions], bool] = lambda _: True
 
 
 def _walk(name: str, tools: tuple[str, ...], description: str | None = None, maximum: int | None = None,
@@ -99,6 +104,10 @@ PARAMETERS = (
     _walk("exclude", _WALKS, "Skip links whose path+query match this RE2 regex."),
     _walk("no_parent", _WALKS, "Follow only links at or below url's directory."),
     _walk("sitemap", _WALKS, "Also walk the site's sitemap URLs."),
+    Parameter("since", bool, lambda _: Field(
+        default=False, description="List only pages new or changed since the last call with since on url's "
+        "origin, and those removed.",
+    ), _WALKS, offered=lambda options: options.state_dir is not None),
     Parameter("render", str, lambda options: Field(
         default="never", pattern="^(never|always|auto)$" if options.render else "^never$",
         description="Run in a browser; auto: app shells only." if options.render
@@ -116,6 +125,27 @@ def walk_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {parameter.walk: arguments[parameter.name] for parameter in _of(tool) if parameter.walk is not None}
 
 
+def since_arguments(arguments: dict[str, Any], options: ServerOptions) -> dict[str, Any]:
+    """The walk arguments of a call with ``since``: the state this server keeps for the origin of
+    ``url``, and only the pages that changed handed on; none without ``since``."""
+    if not arguments.get("since"):
+        return {}
+    # Offered only with a state directory: a call without one has no since (an unknown parameter).
+    assert options.state_dir is not None
+    return {"state": str(Path(options.state_dir) / _origin_key(arguments["url"])), "changed_only": True}
+
+
+def _origin_key(url: str) -> str:
+    """A directory name for the origin of ``url``: only letters, digits, dots, dashes and
+    underscores, so that no URL names a path outside the state directory."""
+    try:
+        parts = urlsplit(url)
+        text = f"{parts.scheme}_{parts.hostname or ''}_{parts.port or ''}"
+    except ValueError:
+        text = "invalid"  # the walk refuses the URL itself, naming the parameter
+    return re.sub(r"[^A-Za-z0-9.-]", "_", text)[:200].lstrip(".") or "_"
+
+
 Run = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
 
 
@@ -130,7 +160,8 @@ def tool(name: str, options: ServerOptions, run: Run, returns: type,
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     parameters += [inspect.Parameter(parameter.name, inspect.Parameter.KEYWORD_ONLY, annotation=parameter.type,
-                                     default=parameter.field(options)) for parameter in _of(name)]
+                                     default=parameter.field(options)) for parameter in _of(name)
+                   if parameter.offered(options)]
     # The SDK reads a tool's parameters with inspect.signature, which honours __signature__.
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         parameters, return_annotation=typing.Annotated[CallToolResult, returns]

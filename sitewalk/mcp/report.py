@@ -18,8 +18,10 @@ __all__ = ["LISTED", "WalkReport", "bounded_report"]
 # the room); its ``<list>_total`` counts them all.
 LISTED = 20
 _TYPES = typing.get_type_hints(Report)
-# The report's fields no tool call can fill: the tools take no check_links and no JOBDIR.
-_NEVER_FILLED = frozenset({"unchecked_links", "refetched"})
+# The report's fields the structured report leaves out: the tools take no check_links and no
+# JOBDIR, and what changed (since) is said in the text, so that the schema a model reads first
+# stays as short.
+_NEVER_FILLED = frozenset({"unchecked_links", "refetched", "changes"})
 _FIELDS = tuple(spec.name for spec in dataclasses.fields(Report) if spec.name not in _NEVER_FILLED)
 # The report's lists, each cut short and counted in <list>_total.
 _LISTS = tuple(name for name in _FIELDS if typing.get_origin(_TYPES[name]) is list)

@@ -9,10 +9,11 @@ from scrapy.exceptions import CloseSpider
 
 from sitewalk import jobs
 from sitewalk.config import WalkConfig
+from sitewalk.extensions import WalkMemory
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
-from sitewalk.kinds import KIND, Kind
+from sitewalk.kinds import KIND, VALIDATED, Kind
 from sitewalk.reading import PageReading
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from sitewalk.clock import Clock
     from sitewalk.hints import Surface
+    from sitewalk.memory import Memory
     from sitewalk.sitemaps import Sitemaps
 
 __all__ = ["SitewalkSpider"]
@@ -65,14 +67,18 @@ class SitewalkSpider(Spider):
         self.on_page, self.on_page_stops = on_page, on_page_stops
         self._reading = PageReading(config, self.logger)
         self._sitemaps: Sitemaps | None = None
+        # The walk's memory across walks (state), from start().
+        self._memory: Memory | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         # With JOBDIR the frontier's changes go to the journal, and the links of pages at
         # max_depth are read and kept there, for a resumed walk with a larger max_depth.
-        spider._reading.holds_links = jobs.journal_path(crawler.settings) is not None
-        if spider._reading.holds_links:
+        journal = jobs.journal_path(crawler.settings) is not None
+        # With a state too: a page answered 304 Not Modified later goes on from the links kept there.
+        spider._reading.holds_links = journal or spider.walk.config.state is not None
+        if journal:
             spider.walk.frontier.keep_changes()
         state = jobs.replay(crawler.settings, spider.walk.config)
         if state is not None:
@@ -88,6 +94,8 @@ class SitewalkSpider(Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         self._reading.start(self.crawler)
+        memory = self.crawler.get_extension(WalkMemory)
+        self._memory = memory.memory if memory is not None else None
         walk = self.walk
         frontier, gate = walk.frontier, walk.gate
         # The page that linked here, as a browser says: Scrapy's RefererMiddleware sees only the
@@ -151,10 +159,17 @@ class SitewalkSpider(Spider):
             walk.frontier.set_origin(response.url)
             if self._sitemaps is not None and walk.frontier.origin is not None:
                 self._sitemaps.start(walk.frontier.origin)
+        # With a state: the page is new, changed or unchanged; one answered 304 Not Modified goes
+        # on from the links the state kept, unread.
+        memory = self._memory
+        remembered = memory.arrived(ticket.number, response, page, response.meta.get(VALIDATED)) if memory else None
         # One page that cannot be read is that page's failure, not the walk's: it is counted,
         # its links are not followed, and it takes its turn like any other page.
         try:
-            links, failed = await self._reading.links(ticket, response, page)
+            if remembered is not None:
+                links, failed = remembered, None
+            else:
+                links, failed = await self._reading.links(ticket, response, page)
             gate.page_read(ticket)
             await ticket.turn_to_admit()
             offsite = walk.admit_links(links, page.depth + 1, response.url)
@@ -170,6 +185,8 @@ class SitewalkSpider(Spider):
         if failed is not None:
             self._failed(response.request, page.url, failed)  # type: ignore[arg-type]
             return
+        if page.change == "unchanged" and walk.config.changed_only:
+            return  # it counts as fetched, and its links are followed, but no consumer sees it
         yield page
 
     def errback(self, failure: Failure) -> None:
