@@ -16,6 +16,7 @@ import contextvars
 import importlib
 import inspect
 import re
+import sys
 import weakref
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -47,6 +48,7 @@ __all__ = [
     "DECOMPRESSION_WARNING_LOGGER", "MAXSIZE_WARNING_LOGGER", "UNANSWERED", "BadResponseVersion", "ConnectionUse", "DataLoss", "DecompressionMaxSizeExceeded", "ParseError",
     "RequestNotSent", "ada_free", "ada_get_href", "ada_is_valid", "ada_parse_with_base", "ada_unpack",
     "decompression_warning_response", "deprecated_classes_without_stack", "disable_automatic_resend",
+    "import_itemadapter_without_pydantic",
     "maxsize_warning_request", "option_strings", "reactor_event_loop", "robots_sitemaps", "track_connection_reuse",
     "watch_connection",
 ]
@@ -253,3 +255,24 @@ def track_connection_reuse(handler: HTTP11DownloadHandler) -> None:
     pool = handler._pool
     if not isinstance(pool.getConnection, _ConnectionWatch):
         pool.getConnection = _ConnectionWatch(pool.getConnection)  # type: ignore[method-assign]  # an instance attribute in front of the method, on purpose (see above)
+
+
+def import_itemadapter_without_pydantic() -> None:
+    """Import itemadapter, which Scrapy's feed exporters use, without its support for pydantic models.
+
+    itemadapter imports pydantic as it is itself imported, when pydantic is installed
+    (sitewalk-mcp needs it), to recognise pydantic models as items: 80-100 ms of CPU, a tenth of
+    the ``sitewalk`` command's start-up (benchmarks/startup.py). The items of a walk are
+    sitewalk's dataclasses, and that process runs the walk alone. A None entry in ``sys.modules``
+    makes an import fail as if the module were not installed (the import system's documented
+    rule); it is taken out after, so pydantic itself stays importable. What this relies on is
+    itemadapter's: that it looks for pydantic once, as it is imported. Checked against
+    itemadapter 0.13.1.
+    """
+    if "itemadapter" in sys.modules or "pydantic" in sys.modules:
+        return
+    sys.modules["pydantic"] = None  # type: ignore[assignment]  # None: "not installed", for the import system
+    try:
+        import itemadapter  # noqa: F401
+    finally:
+        del sys.modules["pydantic"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
+from sitewalk._compat import import_itemadapter_without_pydantic
 from sitewalk.commands.crawl import flags, format_error, run_walk, unrecognized, value_name
 from sitewalk.config import argument, arguments
 from sitewalk.configchecks import check_settings
@@ -139,27 +139,10 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
     return settings
 
 
-def _items_without_pydantic() -> None:
-    """Import itemadapter, which Scrapy's feed exporters use, without its support for pydantic models.
-
-    itemadapter imports pydantic as it is imported, when pydantic is installed (sitewalk-mcp needs
-    it), to recognise pydantic models as items: 80-100 ms of CPU, a tenth of the command's start-up
-    (benchmarks/startup.py). The items of a walk are sitewalk's dataclasses, and this process runs
-    the walk alone. A None entry in ``sys.modules`` makes an import fail as if the module were not
-    installed; it is taken out after, so pydantic itself stays importable.
-    """
-    if "itemadapter" in sys.modules or "pydantic" in sys.modules:
-        return
-    sys.modules["pydantic"] = None  # type: ignore[assignment]  # None: "not installed", for the import system
-    try:
-        import itemadapter  # noqa: F401
-    finally:
-        del sys.modules["pydantic"]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one walk as ``sitewalk URL [options]``; returns the exit status."""
-    _items_without_pydantic()
+    # Start-up time (benchmarks/startup.py): the walk's items are sitewalk's dataclasses.
+    import_itemadapter_without_pydantic()
     parser = _parser()
     options = _parse(parser, argv)
     settings = _settings(parser, options)

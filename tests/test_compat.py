@@ -416,3 +416,18 @@ def test_argparse_lists_the_option_strings_of_a_parser_and_its_groups():
     assert option_strings(parser) == ["-h", "--help", "-o", "--output", "--depth", "--quiet", "-v"], (
         f"Python {sys.version.split()[0]}: argparse.ArgumentParser._actions no longer lists a parser's options"
     )
+
+
+def test_itemadapter_imports_without_pydantic_and_pydantic_stays_importable():
+    script = (
+        "import sys\n"
+        "from sitewalk._compat import import_itemadapter_without_pydantic\n"
+        "import_itemadapter_without_pydantic()\n"
+        "assert 'itemadapter' in sys.modules and 'pydantic' not in sys.modules, sorted(sys.modules)\n"
+        "import pydantic, itemadapter.utils\n"
+        "print(pydantic.VERSION)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, (
+        f"itemadapter {version('itemadapter')}: importing it with pydantic marked absent no longer works: {result.stderr}"
+    )
