@@ -198,9 +198,8 @@ class Ledger:
         if timed_out(failure) and self.seconds_left() <= 0.05:
             return "deadline", f"cut off at the deadline (deadline={self.deadline:g}s)"
         if request.meta.get("sitewalk_budget_maxsize") and too_large(failure):
-            # Its body grew past what was left of max_bytes as it was decompressed.
-            left = request.meta.get("download_maxsize", self.bytes_left())
-            return "max-bytes", f"cut off at max_bytes (max_bytes={self.max_bytes}, {left} left for this page)"
+            # Its body grew past max_bytes as it was decompressed.
+            return "max-bytes", f"cut off at max_bytes (max_bytes={self.max_bytes}, passed as it was unpacked)"
         return None
 
     # -- what a person is told

@@ -45,7 +45,7 @@ class Sitemaps:
 
     A file's bytes count in max_bytes as a page's do, as they arrive (its requests are of kind
     :attr:`sitewalk.kinds.Kind.SITEMAP`); a gzip'd file is unpacked only up to its request's
-    ``download_maxsize`` (what was left of max_bytes when it started, at most
+    ``download_maxsize`` (max_bytes, at most
     ``DOWNLOAD_MAXSIZE``), and Scrapy's warning past ``DOWNLOAD_WARNSIZE`` applies. A file that
     max_bytes cuts off stops the walk (``max-bytes``), as a page does. A file whose body grows
     past its size limit while it is decompressed (Content-Encoding) is said in the walk's own
@@ -165,7 +165,7 @@ class Sitemaps:
         size = meta["download_maxsize"]
         if not meta.get("sitewalk_budget_maxsize"):
             return self._not_read(url, Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={size})"))
-        cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.ledger.max_bytes}, {size} left for this file)")
+        cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.ledger.max_bytes}, passed as it was unpacked)")
         return self._not_read(url, cut, stop="max-bytes")
 
     def _not_read(self, url: str, failed: Failed, stop: str | None = None) -> list[str]:

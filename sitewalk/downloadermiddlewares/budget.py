@@ -44,8 +44,8 @@ class BudgetMiddleware(WalkComponent):
     that a stop came upon meanwhile is dropped (listed as unvisited), and once max_bytes is spent
     no request starts (it fails with :class:`~sitewalk.ledger.BytesSpent`). Then meta
     ``download_timeout`` is the seconds left before the deadline (never more than
-    DOWNLOAD_TIMEOUT), and ``download_maxsize`` what is left of max_bytes (never more than
-    DOWNLOAD_MAXSIZE), which bounds a body as it is decompressed; meta
+    DOWNLOAD_TIMEOUT), and ``download_maxsize`` max_bytes (never more than DOWNLOAD_MAXSIZE),
+    which bounds a body as it is decompressed; meta
     ``sitewalk_budget_maxsize`` says that bound is the budget's, so a body that grows past it
     stops the walk with "max-bytes".
 
@@ -88,9 +88,10 @@ class BudgetMiddleware(WalkComponent):
             raise BytesSpent(f"not started: max_bytes is spent (max_bytes={ledger.max_bytes})")
         seconds = max(ledger.seconds_left(), 0.001)
         request.meta["download_timeout"] = min(seconds, self._timeout) if self._timeout else seconds
-        left = ledger.bytes_left()
-        budget_bound = not self._maxsize or left <= self._maxsize
-        request.meta["download_maxsize"] = left if budget_bound else self._maxsize
+        # A body may unpack to max_bytes at most: the same bound whenever the request starts, so
+        # which page a bomb cuts does not depend on the pages in flight beside it.
+        budget_bound = not self._maxsize or ledger.max_bytes <= self._maxsize
+        request.meta["download_maxsize"] = ledger.max_bytes if budget_bound else self._maxsize
         request.meta["sitewalk_budget_maxsize"] = budget_bound
         if budget_bound:
             self._budget_bound.add(str(request))
