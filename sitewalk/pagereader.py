@@ -61,6 +61,8 @@ _LENGTH = struct.Struct(">I")
 # in C code, where the helper's own timer cannot interrupt it).
 DOCUMENT_SECONDS = 20.0
 DOCUMENT_GRACE = 10.0
+# Seconds between the time limit's signals once it has passed (_time_limit).
+_REFIRE = 0.05
 DOCUMENT_MEMORY = 1 << 30
 # HTML pages from this size on are read by the helper processes; smaller ones in the walk's
 # process, where they cost about what the round trip to a helper would. A site of small pages
@@ -189,21 +191,34 @@ def _limit_memory() -> None:
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
     """Raise TimeoutError in the code within, once it ran ``seconds`` (where signals allow; the
-    walk also stops waiting for the helper a little later: ReaderPool)."""
+    walk also stops waiting for the helper a little later: ReaderPool). A parser that catches
+    every exception may swallow one, or turn it into its own error: the timer fires again every
+    :data:`_REFIRE` seconds, and code that ends after its time, however it ends, raises
+    TimeoutError then."""
+    expired = False
 
-    def expired(signum: int, frame: object) -> None:
+    def expire(signum: int, frame: object) -> None:
+        nonlocal expired
+        expired = True
         raise TimeoutError
 
     if not hasattr(signal, "setitimer"):
         yield
         return
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, _REFIRE)
     try:
         yield
+    except Exception:
+        # The parser's own error for the TimeoutError it caught (a document it "cannot read").
+        if expired:
+            raise TimeoutError from None
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if expired:
+        raise TimeoutError
 
 
 # The response headers that bear on reading a page (sitewalk.indexing), sent with it to a helper.
