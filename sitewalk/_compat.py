@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import inspect
+import os
 import re
 import sys
 import weakref
@@ -48,7 +49,7 @@ __all__ = [
     "DECOMPRESSION_WARNING_LOGGER", "MAXSIZE_WARNING_LOGGER", "UNANSWERED", "BadResponseVersion", "ConnectionUse", "DataLoss", "DecompressionMaxSizeExceeded", "ParseError",
     "RequestNotSent", "ada_free", "ada_get_href", "ada_is_valid", "ada_parse_with_base", "ada_unpack",
     "decompression_warning_response", "deprecated_classes_without_stack", "disable_automatic_resend",
-    "import_itemadapter_without_pydantic",
+    "import_itemadapter_without_pydantic", "public_suffix_list_offline",
     "maxsize_warning_request", "option_strings", "reactor_event_loop", "robots_sitemaps", "track_connection_reuse",
     "watch_connection",
 ]
@@ -276,3 +277,24 @@ def import_itemadapter_without_pydantic() -> None:
         import itemadapter  # noqa: F401
     finally:
         del sys.modules["pydantic"]
+
+
+# tldextract's public switch for where it fetches the Public Suffix List from: empty, nowhere.
+_SUFFIX_LIST_URLS = "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"
+
+
+def public_suffix_list_offline() -> None:
+    """Keep Scrapy's cookie middleware from fetching the Public Suffix List over the network.
+
+    Scrapy splits a cookie's Domain with a module-level ``tldextract.TLDExtract``, which, with no
+    cached list, fetches one from publicsuffix.org (or GitHub) through ``requests``: a connection
+    the walk's address guard, robots.txt and budgets never see. With no URL it uses the snapshot it
+    ships. The environment variable is tldextract's public switch, read when an instance is built
+    (a user's own value is kept); Scrapy builds its instance when its cookie middleware is first
+    imported, so an instance built already is switched in Scrapy's private ``_split_domain``.
+    Checked against Scrapy 2.19.0 and tldextract 5.4.0.
+    """
+    os.environ.setdefault(_SUFFIX_LIST_URLS, "")
+    cookies = sys.modules.get("scrapy.downloadermiddlewares.cookies")
+    if cookies is not None and os.environ[_SUFFIX_LIST_URLS] == "":
+        cookies._split_domain.suffix_list_urls = ()

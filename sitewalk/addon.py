@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from sitewalk import items, jobs
+from sitewalk._compat import public_suffix_list_offline
 from sitewalk.items import FIELDS
 from sitewalk.state import Walk
 
@@ -111,6 +112,9 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         walk = Walk.of(self.crawler)
+        # No connection the walk does not make itself: Scrapy's cookie middleware would fetch the
+        # Public Suffix List from the internet, past the address guard and the budgets.
+        public_suffix_list_offline()
         setting, consumer, order, item_class = _CONSUMERS[walk.config.consumer]
         optional = [(name, component, order) for name, component, order, wanted in _OPTIONAL if wanted(walk, settings)]
         for name, component, priority in (*_COMPONENTS, *optional, (setting, consumer, order)):

@@ -8,6 +8,7 @@ import asyncio
 import gzip
 import inspect
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -430,4 +431,29 @@ def test_itemadapter_imports_without_pydantic_and_pydantic_stays_importable():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, (
         f"itemadapter {version('itemadapter')}: importing it with pydantic marked absent no longer works: {result.stderr}"
+    )
+
+
+def test_the_public_suffix_list_is_never_fetched_by_scrapys_cookie_middleware():
+    # In a fresh process: before Scrapy's cookie middleware is imported, and after.
+    script = (
+        "import os, sys\n"
+        "from sitewalk._compat import public_suffix_list_offline\n"
+        "public_suffix_list_offline()\n"
+        "from scrapy.downloadermiddlewares import cookies\n"
+        "assert cookies._split_domain.suffix_list_urls == (), cookies._split_domain.suffix_list_urls\n"
+        "del os.environ['TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS']\n"
+        "import tldextract\n"
+        "cookies._split_domain = tldextract.TLDExtract(cache_dir=None, include_psl_private_domains=True)\n"
+        "assert cookies._split_domain.suffix_list_urls, 'tldextract has URLs by default'\n"
+        "public_suffix_list_offline()\n"
+        "assert cookies._split_domain.suffix_list_urls == ()\n"
+        # The snapshot tldextract ships splits a domain with no network.
+        "print(cookies._split_domain('www.example.co.uk').registered_domain)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                            env={**os.environ, "TLDEXTRACT_CACHE_TIMEOUT": "0.01"})
+    assert result.returncode == 0 and result.stdout.strip() == "example.co.uk", (
+        f"Scrapy {version('scrapy')}, tldextract {version('tldextract')}: the cookie middleware's suffix list "
+        f"is no longer switched off as expected: {result.stderr}"
     )
