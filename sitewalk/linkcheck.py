@@ -111,8 +111,10 @@ class LinkChecker(WalkComponent):
     the walk's pace and obey its robots.txt. A same-origin link with a fragment (``page.html#intro``) is broken
     when the page it names was fetched and has no element with that id (nor ``<a name>``).
 
-    At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
-    a halt (the deadline, an interruption) left, are :attr:`unchecked`. The spider awaits
+    At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000), shared between
+    hosts: a host takes its next URL only while every other host with URLs waiting can still
+    check as many as it has (:meth:`_may_take`); the rest, and those a halt (the deadline, an
+    interruption) left, are :meth:`unchecked`. The spider awaits
     :meth:`finished` before the walk ends. Kinds: :attr:`sitewalk.kinds.Kind.CHECK` and ``CHECK_OTHER``. Stats:
     ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
     walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
@@ -130,6 +132,13 @@ class LinkChecker(WalkComponent):
         # Why a URL wanted was not checked, for those that were not (the rest: the walk's end).
         self._skipped: dict[str, Unchecked] = {}
         self._queues: dict[str, deque[str]] = {}
+        # The budget: URLs taken from the queues to check, in all and by host; set when they change.
+        self._taken = 0
+        self._taken_by: dict[str, int] = {}
+        self._changed = asyncio.Event()
+        self._past_budget = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
+        # URLs being checked now.
+        self._in_flight = 0
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._reading: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
@@ -168,8 +177,8 @@ class LinkChecker(WalkComponent):
         if url in self._wanted:
             return
         self._wanted[url] = None
-        if len(self._wanted) > self._most:
-            self._skipped[url] = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
+        if self._taken >= self._most:
+            self._skipped[url] = self._past_budget
             return
         if self.walk.halting:
             return
@@ -177,37 +186,84 @@ class LinkChecker(WalkComponent):
         queue = self._queues.setdefault(host, deque())
         queue.append(url)
         if host not in self._workers or self._workers[host].done():
-            self._workers[host] = asyncio.ensure_future(self._work(queue))
+            self._workers[host] = asyncio.ensure_future(self._work(host, queue))
 
-    async def _work(self, queue: deque[str]) -> None:
-        """Check the URLs of one host (and port), one request at a time: on another origin
-        ``delay`` apart, on this host's own clock; on the walk's origin at the walk's own pace
-        (:meth:`sitewalk.gate.Gate.start`, Crawl-delay included), as its pages."""
+    def _may_take(self, host: str) -> bool:
+        """Whether ``host`` may take its next URL from the checks' budget now: only if what is left
+        after it still lets every other host with URLs waiting check as many as ``host`` has (each
+        at most its waiting URLs), so no host gets more than its share while another waits."""
+        mine = self._taken_by.get(host, 0)
+        owed = sum(min(len(queue), mine - self._taken_by.get(other, 0))
+                   for other, queue in self._queues.items() if other != host and queue)
+        return self._most - self._taken - 1 >= max(owed, 0)
+
+    async def _turn(self, host: str) -> bool:
+        """Wait until ``host`` may take its next URL (:meth:`_may_take`); False when the budget is
+        spent or the walk is over (no check starts any more)."""
+        while not self._over() and self._taken < self._most and not self._may_take(host):
+            await self._changed.wait()
+        return not self._over() and self._taken < self._most
+
+    def _notify(self) -> None:
+        """Wake the hosts waiting for their turn (:meth:`_turn`): the budget's shares changed."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _work(self, host: str, queue: deque[str]) -> None:
+        """Check the URLs of one host (and port), one request at a time, in turn with the other
+        hosts (:meth:`_may_take`): on another origin ``delay`` apart, on this host's own clock; on
+        the walk's origin at the walk's own pace (:meth:`sitewalk.gate.Gate.start`, Crawl-delay
+        included), as its pages."""
+        try:
+            await self._check_all(queue, host)
+        finally:
+            if self._taken >= self._most:
+                for url in queue:
+                    self._skipped.setdefault(url, self._past_budget)
+                queue.clear()
+            self._notify()
+
+    async def _check_all(self, queue: deque[str], host: str) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
         loop = asyncio.get_running_loop()
         started = float("-inf")
-        while queue and not self._over():
+        while queue and await self._turn(host):
             url = queue.popleft()
-            other = not self.walk.frontier.same_origin(url)
-            verdict: Verdict | None = None
-            for method in ("HEAD", "GET"):
-                if self._over():
-                    break
-                while other and (wait := started + self._delay - loop.time()) > 0:
-                    await asyncio.sleep(wait)
-                async with self._slots:
-                    started = loop.time()
-                    answer = await self._ask(url, method, other)
-                if isinstance(answer, Unchecked):
-                    self._skipped[url], verdict = answer, None
-                    break
-                verdict = answer
-                if verdict.status not in _HEAD_REFUSED:
-                    break
-            if verdict is not None:
-                self.verdicts[url] = verdict
-                self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
+            self._taken += 1
+            self._taken_by[host] = self._taken_by.get(host, 0) + 1
+            self._notify()
+            self._in_flight += 1
+            try:
+                started = await self._check(url, loop, started)
+            finally:
+                self._in_flight -= 1
+
+    async def _check(self, url: str, loop: asyncio.AbstractEventLoop, started: float) -> float:
+        """Check ``url``: HEAD, then GET where HEAD is refused; ``started``: when this host's
+        previous request started (on another origin the next waits ``delay`` after it). Returns
+        when its last request started."""
+        assert self._slots is not None
+        other = not self.walk.frontier.same_origin(url)
+        verdict: Verdict | None = None
+        for method in ("HEAD", "GET"):
+            if self._over():
+                break
+            while other and (wait := started + self._delay - loop.time()) > 0:
+                await asyncio.sleep(wait)
+            async with self._slots:
+                started = loop.time()
+                answer = await self._ask(url, method, other)
+            if isinstance(answer, Unchecked):
+                self._skipped[url], verdict = answer, None
+                break
+            verdict = answer
+            if verdict.status not in _HEAD_REFUSED:
+                break
+        if verdict is not None:
+            self.verdicts[url] = verdict
+            self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
+        return started
 
     async def _ask(self, url: str, method: str, other: bool) -> Verdict | Unchecked:
         """One request for ``url``; its verdict, or why it was not checked: the walk's budget cut

@@ -232,3 +232,21 @@ def test_ctrl_c_while_links_are_checked_ends_the_walk(make_site, tmp_path):
     # The checks that had not started are listed; none started after the interruption.
     assert 2 <= checked < 20 and len(report["unchecked_links"]) >= 20 - checked
     assert report["unchecked_links"][-1] == other("/19")
+
+
+def test_the_checks_budget_is_shared_between_hosts(make_site, tmp_path):
+    # One page links 30 URLs of host A, then 5 of host B: first come, A would take the whole budget.
+    host_a, host_b = make_site({}), make_site({})
+    links = [*(host_a(f"/{n}") for n in range(30)), *(host_b(f"/{n}") for n in range(5))]
+    site = make_site({"/": {"links": links}})
+    junit = tmp_path / "links.xml"
+    report = walk(site("/"), delay=0, check_links=True, junit=str(junit),
+                  settings={**LOOPBACK, "SITEWALK_LINKCHECK_MAX_CHECKS": 10})
+    assert requests_of(host_b) == Counter({("HEAD", f"/{n}"): 1 for n in range(5)})
+    assert requests_of(host_a) == Counter({("HEAD", f"/{n}"): 1 for n in range(5)})
+    assert report.unchecked_links == [host_a(f"/{n}") for n in range(5, 30)]
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    skipped = [case.name for case in suite if case.is_skipped]
+    assert skipped == report.unchecked_links
+    assert all("SITEWALK_LINKCHECK_MAX_CHECKS=10" in case.result[0].message for case in suite if case.is_skipped)
+
