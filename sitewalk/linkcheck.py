@@ -114,7 +114,7 @@ class LinkChecker(WalkComponent):
     At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000), shared between
     hosts: a host takes its next URL only while every other host with URLs waiting can still
     check as many as it has (:meth:`_may_take`); the rest, and those a halt (the deadline, an
-    interruption) left, are :meth:`unchecked`. The spider awaits
+    interruption) left, are :meth:`unchecked`. :meth:`progress` says how the checks go. The spider awaits
     :meth:`finished` before the walk ends. Kinds: :attr:`sitewalk.kinds.Kind.CHECK` and ``CHECK_OTHER``. Stats:
     ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
     walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
@@ -146,6 +146,7 @@ class LinkChecker(WalkComponent):
         self._pages: dict[str, tuple[int, frozenset[str]]] = {}
         self._fragments: list[tuple[str, str]] = []
         crawler.signals.connect(self.headers_received, signal=signals.headers_received)
+        self.walk.ledger.add_progress(self.progress)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for item in result:
@@ -296,6 +297,15 @@ class LinkChecker(WalkComponent):
             self.walk.results.links.redirects.append((url, target, status))
             reason = f"{reason}, to {target}"
         return Verdict(url, status, "http", reason)
+
+    def progress(self) -> str:
+        """The checks in the walk's progress line (:meth:`sitewalk.ledger.Ledger.add_progress`):
+        ``; link checks: 12 done, 30 left, 4 in flight, 5 unchecked``; "" before any link to check."""
+        if not self._wanted:
+            return ""
+        left = sum(len(queue) for queue in self._queues.values())
+        line = f"; link checks: {self._taken - self._in_flight} done, {left} left, {self._in_flight} in flight"
+        return line + (f", {len(self._skipped)} unchecked" if self._skipped else "")
 
     def _over(self) -> bool:
         """Whether the walk halted or its deadline passed: no check starts any more."""

@@ -5,6 +5,7 @@ same-origin links, the address guard, the checks' budget, and the JUnit file."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections import Counter
 
@@ -249,4 +250,33 @@ def test_the_checks_budget_is_shared_between_hosts(make_site, tmp_path):
     skipped = [case.name for case in suite if case.is_skipped]
     assert skipped == report.unchecked_links
     assert all("SITEWALK_LINKCHECK_MAX_CHECKS=10" in case.result[0].message for case in suite if case.is_skipped)
+
+
+def test_the_summary_counts_the_checks(make_site, tmp_path):
+    host_a, host_b = make_site({"/0": {}}), make_site({})
+    site = make_site({"/": {"links": [host_a("/0"), host_a("/1"), host_a("/2"), host_b("/0")]}})
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "-s", "SITEWALK_LINKCHECK_MAX_CHECKS=2",
+                          "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # One each: host A's 200, host B's 404; host A's other two unchecked.
+    assert requests_of(host_a) == Counter({("HEAD", "/0"): 1}) and requests_of(host_b) == Counter({("HEAD", "/0"): 1})
+    assert "link checks: 2 made, 1 broken, 2 unchecked" in result.stderr
+
+
+def test_progress_while_links_are_checked(make_site, tmp_path):
+    # The page is done at once; the other host answers each of its 4 checks after 0.4 s.
+    other = make_site({f"/{n}": {"sleep": 0.4} for n in range(4)})
+    site = make_site({"/": {"links": [other(f"/{n}") for n in range(4)]}})
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "-s", "SITEWALK_PROGRESS_INTERVAL=0.1",
+                          "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(other.requests()) == 4
+    counts = [tuple(int(number) for number in re.findall(r"\d+", line.split("link checks: ")[1]))
+              for line in result.stderr.splitlines() if "INFO: progress: pages 1/" in line and "link checks: " in line]
+    # Every line: done, left and in flight (one at a time on one host) make the 4 links.
+    assert counts and all(sum(count) == 4 and count[2] <= 1 for count in counts), result.stderr
+    # While a check was in flight with others left, and later with fewer left.
+    assert (0, 3, 1) in counts or (1, 2, 1) in counts, counts
+    assert counts == sorted(counts, key=lambda count: count[0]), counts
+    assert "link checks: 4 made, 0 broken, 0 unchecked" in result.stderr
 
