@@ -16,6 +16,7 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
 from sitewalk.failures import describe
+from sitewalk.indexing import indexing_signals
 from sitewalk.items import Page
 from sitewalk.kinds import KIND, Kind, kind_of
 from sitewalk.linkreport import BROKEN_KINDS, MAX_CHECKS, Unchecked, Verdict, http_reason
@@ -23,7 +24,7 @@ from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -38,23 +39,28 @@ IN_FLIGHT = 8
 _HEAD_REFUSED = frozenset({405, 501})
 _RESOURCES = 'img[src], script[src], link[href][rel~="stylesheet" i]'
 _ANCHORS = "a[href], area[href]"
+_UNFOLLOWED = 'a[href][rel~="nofollow" i], area[href][rel~="nofollow" i]'
 # Fragments that always have a target (the HTML standard: the top of the document).
 _TOP = frozenset({"", "top"})
 
 
 class Targets(NamedTuple):
     """What one page gives to check: the ``resources`` it embeds (absolute, without fragment), its
-    links with a fragment as (URL, fragment), and the ``ids`` a link to it may name (``id``
-    attributes and ``<a name>``)."""
+    links with a fragment as (URL, fragment), the ``ids`` a link to it may name (``id``
+    attributes and ``<a name>``), and the links the walk does not follow (``unfollowed``: absolute,
+    without fragment; ``rel=nofollow``, or every link of a page whose robots directives say
+    ``nofollow``)."""
 
     resources: list[str]
     fragments: list[tuple[str, str]]
     ids: frozenset[str]
+    unfollowed: list[str]
 
 
-def read_targets(markup: bytes | str, url: str) -> Targets:
+def read_targets(markup: bytes | str, url: str, headers: Mapping[str, str] | None = None) -> Targets:
     """The :class:`Targets` of the HTML page ``markup`` at ``url`` (relative URLs resolved
-    against its first ``<base href>``, as a browser does)."""
+    against its first ``<base href>``, as a browser does; ``headers``: its response's, for
+    ``X-Robots-Tag``)."""
     tree = parse_html(markup)
     base = url
     element = tree.css_first("base[href]")
@@ -76,7 +82,15 @@ def read_targets(markup: bytes | str, url: str) -> Targets:
                 fragments[page, fragment] = None
     ids = {element.attributes.get("id") or "" for element in tree.css("[id]")}
     ids.update(element.attributes.get("name") or "" for element in tree.css("a[name]"))
-    return Targets(list(resources), list(fragments), frozenset(ids))
+    # The links sitewalk.links.page_links leaves out, by the same rules (sitewalk.indexing).
+    nofollow = indexing_signals(tree, url, headers or {}).nofollow
+    unfollowed: dict[str, None] = {}
+    for element in tree.css(_ANCHORS if nofollow else _UNFOLLOWED):
+        href = (element.attributes.get("href") or "").partition("#")[0]
+        target = _join(base, href) if href.strip() or base != url else None
+        if target is not None:
+            unfollowed[target] = None
+    return Targets(list(resources), list(fragments), frozenset(ids), list(unfollowed))
 
 
 def _join(base: str, href: str) -> str | None:
@@ -99,7 +113,9 @@ class LinkChecker(WalkComponent):
     """With ``check_links``: reads each page the walk hands to its consumers (a spider middleware,
     next to the spider) for the links to check, and checks them beside the walk.
 
-    Each distinct link to another origin and each resource a page embeds (``img src``,
+    Each distinct link to another origin, each link the walk does not follow (``rel=nofollow``, or
+    on a page whose ``<meta name=robots>`` or ``X-Robots-Tag`` says ``nofollow``; on the walk's
+    origin, one it has not queued or fetched as a page) and each resource a page embeds (``img src``,
     ``script src``, ``link rel=stylesheet href``), on any origin, is asked for once with HEAD,
     then with GET where HEAD is refused (405, 501; the body is not downloaded: the download stops
     at the headers), and never followed: a redirect is its verdict (not broken), no links are
@@ -159,7 +175,7 @@ class LinkChecker(WalkComponent):
     async def _read(self, page: Page) -> None:
         utf8 = (page.encoding or "").lower() in UTF8_CHARSETS
         try:
-            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url)
+            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url, page.headers)
         except Exception as exc:  # noqa: BLE001 - a page that cannot be read gives nothing to check
             logger.warning("%s could not be read for check_links (%s: %s): its links are not checked",
                            page.final_url, type(exc).__name__, exc)
@@ -170,8 +186,14 @@ class LinkChecker(WalkComponent):
         fragments = [(url, fragment) for url, fragment in targets.fragments if fragment and frontier.same_origin(url)]
         self._fragments.extend(fragments)
         others = [url for url in page.links or () if not frontier.same_origin(url)]
-        self.walk.results.links.add_links(page.url, [*targets.resources, *(f"{url}#{fragment}" for url, fragment in fragments)])
-        for url in (*others, *targets.resources):
+        # Links the walk does not follow: checked as links to other sites are, never walked; one on
+        # the walk's origin only while the walk does not know it as a page (its fetch is its check).
+        followed = set(page.links or ())
+        unfollowed = [url for url in targets.unfollowed if url not in followed
+                      and not (frontier.same_origin(url) and frontier.known(url))]
+        self.walk.results.links.add_links(
+            page.url, [*targets.resources, *unfollowed, *(f"{url}#{fragment}" for url, fragment in fragments)])
+        for url in (*others, *unfollowed, *targets.resources):
             self._want(url)
 
     def _want(self, url: str) -> None:

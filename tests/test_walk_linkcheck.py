@@ -280,3 +280,39 @@ def test_progress_while_links_are_checked(make_site, tmp_path):
     assert counts == sorted(counts, key=lambda count: count[0]), counts
     assert "link checks: 4 made, 0 broken, 0 unchecked" in result.stderr
 
+
+NOFOLLOW_SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b", {"href": "/gone", "rel": "nofollow"}, {"href": "/a", "rel": "nofollow"}]},
+    # Its robots meta says nofollow: all its links are checked, none walked (the seed is a page already).
+    "/a": {"title": "A", "head": '<meta name="robots" content="noarchive, nofollow">', "links": ["/", "/gone-a", "/ok"]},
+    # Its X-Robots-Tag says nofollow.
+    "/b": {"title": "B", "headers": {"X-Robots-Tag": "nofollow"}, "links": ["/gone-b", "/gone"]},
+    "/ok": {"title": "OK"},
+}
+
+
+def test_links_the_walk_does_not_follow_are_checked_once(make_site, tmp_path):
+    site = make_site(NOFOLLOW_SITE)
+    feed = tmp_path / "pages.jsonl"
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "--report", str(tmp_path / "r.json"),
+                          "-o", str(feed), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Pages are walked with GET; links not followed are one HEAD each, never a GET.
+    assert requests_of(site) == Counter({
+        ("GET", "/robots.txt"): 1, ("GET", "/"): 1, ("GET", "/a"): 1, ("GET", "/b"): 1,
+        ("HEAD", "/gone"): 1, ("HEAD", "/gone-a"): 1, ("HEAD", "/ok"): 1, ("HEAD", "/gone-b"): 1,
+    })
+    assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [site("/"), site("/a"), site("/b")]
+    report = json.loads((tmp_path / "r.json").read_text())
+    broken = {row["url"]: (row["status"], row["inlinks"]) for row in report["broken_links"]}
+    assert broken == {site("/gone"): (404, 2), site("/gone-a"): (404, 1), site("/gone-b"): (404, 1)}
+    assert report["unchecked_links"] == []
+
+
+def test_read_targets_lists_the_links_not_followed():
+    markup = '<a href="/a" rel="nofollow">a</a><a href="/b#x" rel="external NoFollow">b</a><a href="/c">c</a>'
+    assert read_targets(markup, "http://site.test/").unfollowed == ["http://site.test/a", "http://site.test/b"]
+    meta = f'<meta name="robots" content="none">{markup}'
+    assert read_targets(meta, "http://site.test/").unfollowed == [f"http://site.test/{name}" for name in "abc"]
+    header = read_targets(markup, "http://site.test/", {"X-Robots-Tag": "nofollow"})
+    assert header.unfollowed == [f"http://site.test/{name}" for name in "abc"]
