@@ -232,6 +232,10 @@ class WalkReport(WalkComponent):
         matches = (grep.matches if grep is not None else 0) if consumer == "grep" else None
         self.incomplete = gap = incomplete(report.stopped, len(report.unvisited), book, walk.surface)
         summary = report.summary(consumer, walk.surface, matches)
+        if config.check_links:
+            made = self.crawler.stats.get_value("sitewalk/linkcheck/checked", 0)
+            summary += (f"; link checks: {made} made, {len(report.broken_links)} broken, "
+                        f"{len(report.unchecked_links)} unchecked")
         if gap is not None:
             summary += f"; {gap.short}; {budgets_spent(walk.ledger)}"
         logger.info("sitewalk: %s", summary)

@@ -107,6 +107,10 @@ class Frontier:
     def same_origin(self, url: str) -> bool:
         return self.origin is not None and ada_url.URL(url).origin == self.origin
 
+    def known(self, url: str) -> bool:
+        """Whether the walk knows ``url`` (normalised, no fragment) as a page: queued or fetched."""
+        return url in self._seen
+
     def record(self, url: str) -> bool:
         """Remember ``url`` (a redirect target, normalised); True when it was not known before."""
         key = url.partition("#")[0]

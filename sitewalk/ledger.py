@@ -93,6 +93,8 @@ class Ledger:
         self._started = clock.now()
         self._depth = -1
         self._listeners: list[Listener] = []
+        # What other components add to the progress line (link checks): each a part of it, or "".
+        self._progress_parts: list[Callable[[], str]] = []
 
     # -- the vocabulary
     def hold(self, ticket: Ticket) -> None:
@@ -207,9 +209,13 @@ class Ledger:
         """Log :meth:`progress`."""
         logger.info("%s", self.progress())
 
+    def add_progress(self, part: Callable[[], str]) -> None:
+        """Have :meth:`progress` end with what ``part`` returns (it counts nothing of the ledger's)."""
+        self._progress_parts.append(part)
+
     def progress(self) -> str:
         """One line for a person: what is spent of each limit, the pace, the pages waiting, and
-        when a limit will end the walk, about when and which."""
+        when a limit will end the walk, about when and which; then the parts others add (:meth:`add_progress`)."""
         # Pages requested and not yet settled are still to come, as the queued ones are.
         elapsed, queued = self.elapsed(), self._queued() + len(self._held)
         rate = self.pages / elapsed if elapsed > 0 else 0.0
@@ -218,7 +224,7 @@ class Ledger:
             f"progress: pages {self.pages}/{self.max_pages}, depth {max(self._depth, 0)}/{self.max_depth}, "
             f"{human_bytes(self.bytes)}/{human_bytes(self.max_bytes)}, elapsed {elapsed:.1f}s/{self.deadline:g}s, "
             f"{rate:.1f} pages/s, {queued} queued{_ending(ending)}"
-        )
+        ) + "".join(part() for part in self._progress_parts)
 
     def time_left(self, rate: float, queued: int) -> tuple[float, str] | None:
         """The seconds until the first limit the walk will reach at ``rate`` pages/s, and its stop

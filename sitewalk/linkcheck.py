@@ -16,6 +16,7 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
 from sitewalk.failures import describe
+from sitewalk.indexing import indexing_signals
 from sitewalk.items import Page
 from sitewalk.kinds import KIND, Kind, kind_of
 from sitewalk.linkreport import BROKEN_KINDS, MAX_CHECKS, Unchecked, Verdict, http_reason
@@ -23,7 +24,7 @@ from sitewalk.links import UTF8_CHARSETS, parse_html
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -38,23 +39,28 @@ IN_FLIGHT = 8
 _HEAD_REFUSED = frozenset({405, 501})
 _RESOURCES = 'img[src], script[src], link[href][rel~="stylesheet" i]'
 _ANCHORS = "a[href], area[href]"
+_UNFOLLOWED = 'a[href][rel~="nofollow" i], area[href][rel~="nofollow" i]'
 # Fragments that always have a target (the HTML standard: the top of the document).
 _TOP = frozenset({"", "top"})
 
 
 class Targets(NamedTuple):
     """What one page gives to check: the ``resources`` it embeds (absolute, without fragment), its
-    links with a fragment as (URL, fragment), and the ``ids`` a link to it may name (``id``
-    attributes and ``<a name>``)."""
+    links with a fragment as (URL, fragment), the ``ids`` a link to it may name (``id``
+    attributes and ``<a name>``), and the links the walk does not follow (``unfollowed``: absolute,
+    without fragment; ``rel=nofollow``, or every link of a page whose robots directives say
+    ``nofollow``)."""
 
     resources: list[str]
     fragments: list[tuple[str, str]]
     ids: frozenset[str]
+    unfollowed: list[str]
 
 
-def read_targets(markup: bytes | str, url: str) -> Targets:
+def read_targets(markup: bytes | str, url: str, headers: Mapping[str, str] | None = None) -> Targets:
     """The :class:`Targets` of the HTML page ``markup`` at ``url`` (relative URLs resolved
-    against its first ``<base href>``, as a browser does)."""
+    against its first ``<base href>``, as a browser does; ``headers``: its response's, for
+    ``X-Robots-Tag``)."""
     tree = parse_html(markup)
     base = url
     element = tree.css_first("base[href]")
@@ -76,7 +82,15 @@ def read_targets(markup: bytes | str, url: str) -> Targets:
                 fragments[page, fragment] = None
     ids = {element.attributes.get("id") or "" for element in tree.css("[id]")}
     ids.update(element.attributes.get("name") or "" for element in tree.css("a[name]"))
-    return Targets(list(resources), list(fragments), frozenset(ids))
+    # The links sitewalk.links.page_links leaves out, by the same rules (sitewalk.indexing).
+    nofollow = indexing_signals(tree, url, headers or {}).nofollow
+    unfollowed: dict[str, None] = {}
+    for element in tree.css(_ANCHORS if nofollow else _UNFOLLOWED):
+        href = (element.attributes.get("href") or "").partition("#")[0]
+        target = _join(base, href) if href.strip() or base != url else None
+        if target is not None:
+            unfollowed[target] = None
+    return Targets(list(resources), list(fragments), frozenset(ids), list(unfollowed))
 
 
 def _join(base: str, href: str) -> str | None:
@@ -99,7 +113,9 @@ class LinkChecker(WalkComponent):
     """With ``check_links``: reads each page the walk hands to its consumers (a spider middleware,
     next to the spider) for the links to check, and checks them beside the walk.
 
-    Each distinct link to another origin and each resource a page embeds (``img src``,
+    Each distinct link to another origin, each link the walk does not follow (``rel=nofollow``, or
+    on a page whose ``<meta name=robots>`` or ``X-Robots-Tag`` says ``nofollow``; on the walk's
+    origin, one it has not queued or fetched as a page) and each resource a page embeds (``img src``,
     ``script src``, ``link rel=stylesheet href``), on any origin, is asked for once with HEAD,
     then with GET where HEAD is refused (405, 501; the body is not downloaded: the download stops
     at the headers), and never followed: a redirect is its verdict (not broken), no links are
@@ -111,8 +127,10 @@ class LinkChecker(WalkComponent):
     the walk's pace and obey its robots.txt. A same-origin link with a fragment (``page.html#intro``) is broken
     when the page it names was fetched and has no element with that id (nor ``<a name>``).
 
-    At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000); the rest, and those
-    a halt (the deadline, an interruption) left, are :attr:`unchecked`. The spider awaits
+    At most ``SITEWALK_LINKCHECK_MAX_CHECKS`` URLs are checked (default 1000), shared between
+    hosts: a host takes its next URL only while every other host with URLs waiting can still
+    check as many as it has (:meth:`_may_take`); the rest, and those a halt (the deadline, an
+    interruption) left, are :meth:`unchecked`. :meth:`progress` says how the checks go. The spider awaits
     :meth:`finished` before the walk ends. Kinds: :attr:`sitewalk.kinds.Kind.CHECK` and ``CHECK_OTHER``. Stats:
     ``sitewalk/linkcheck/checked``, ``sitewalk/linkcheck/unchecked``. What it found goes to the
     walk's :class:`~sitewalk.linkreport.LinkBook` (:meth:`~sitewalk.linkreport.LinkBook.links_checked`).
@@ -130,6 +148,13 @@ class LinkChecker(WalkComponent):
         # Why a URL wanted was not checked, for those that were not (the rest: the walk's end).
         self._skipped: dict[str, Unchecked] = {}
         self._queues: dict[str, deque[str]] = {}
+        # The budget: URLs taken from the queues to check, in all and by host; set when they change.
+        self._taken = 0
+        self._taken_by: dict[str, int] = {}
+        self._changed = asyncio.Event()
+        self._past_budget = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
+        # URLs being checked now.
+        self._in_flight = 0
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._reading: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
@@ -137,6 +162,7 @@ class LinkChecker(WalkComponent):
         self._pages: dict[str, tuple[int, frozenset[str]]] = {}
         self._fragments: list[tuple[str, str]] = []
         crawler.signals.connect(self.headers_received, signal=signals.headers_received)
+        self.walk.ledger.add_progress(self.progress)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for item in result:
@@ -149,7 +175,7 @@ class LinkChecker(WalkComponent):
     async def _read(self, page: Page) -> None:
         utf8 = (page.encoding or "").lower() in UTF8_CHARSETS
         try:
-            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url)
+            targets = await asyncio.to_thread(read_targets, page.body if utf8 else page.text, page.final_url, page.headers)
         except Exception as exc:  # noqa: BLE001 - a page that cannot be read gives nothing to check
             logger.warning("%s could not be read for check_links (%s: %s): its links are not checked",
                            page.final_url, type(exc).__name__, exc)
@@ -160,16 +186,22 @@ class LinkChecker(WalkComponent):
         fragments = [(url, fragment) for url, fragment in targets.fragments if fragment and frontier.same_origin(url)]
         self._fragments.extend(fragments)
         others = [url for url in page.links or () if not frontier.same_origin(url)]
-        self.walk.results.links.add_links(page.url, [*targets.resources, *(f"{url}#{fragment}" for url, fragment in fragments)])
-        for url in (*others, *targets.resources):
+        # Links the walk does not follow: checked as links to other sites are, never walked; one on
+        # the walk's origin only while the walk does not know it as a page (its fetch is its check).
+        followed = set(page.links or ())
+        unfollowed = [url for url in targets.unfollowed if url not in followed
+                      and not (frontier.same_origin(url) and frontier.known(url))]
+        self.walk.results.links.add_links(
+            page.url, [*targets.resources, *unfollowed, *(f"{url}#{fragment}" for url, fragment in fragments)])
+        for url in (*others, *unfollowed, *targets.resources):
             self._want(url)
 
     def _want(self, url: str) -> None:
         if url in self._wanted:
             return
         self._wanted[url] = None
-        if len(self._wanted) > self._most:
-            self._skipped[url] = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
+        if self._taken >= self._most:
+            self._skipped[url] = self._past_budget
             return
         if self.walk.halting:
             return
@@ -177,37 +209,84 @@ class LinkChecker(WalkComponent):
         queue = self._queues.setdefault(host, deque())
         queue.append(url)
         if host not in self._workers or self._workers[host].done():
-            self._workers[host] = asyncio.ensure_future(self._work(queue))
+            self._workers[host] = asyncio.ensure_future(self._work(host, queue))
 
-    async def _work(self, queue: deque[str]) -> None:
-        """Check the URLs of one host (and port), one request at a time: on another origin
-        ``delay`` apart, on this host's own clock; on the walk's origin at the walk's own pace
-        (:meth:`sitewalk.gate.Gate.start`, Crawl-delay included), as its pages."""
+    def _may_take(self, host: str) -> bool:
+        """Whether ``host`` may take its next URL from the checks' budget now: only if what is left
+        after it still lets every other host with URLs waiting check as many as ``host`` has (each
+        at most its waiting URLs), so no host gets more than its share while another waits."""
+        mine = self._taken_by.get(host, 0)
+        owed = sum(min(len(queue), mine - self._taken_by.get(other, 0))
+                   for other, queue in self._queues.items() if other != host and queue)
+        return self._most - self._taken - 1 >= max(owed, 0)
+
+    async def _turn(self, host: str) -> bool:
+        """Wait until ``host`` may take its next URL (:meth:`_may_take`); False when the budget is
+        spent or the walk is over (no check starts any more)."""
+        while not self._over() and self._taken < self._most and not self._may_take(host):
+            await self._changed.wait()
+        return not self._over() and self._taken < self._most
+
+    def _notify(self) -> None:
+        """Wake the hosts waiting for their turn (:meth:`_turn`): the budget's shares changed."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _work(self, host: str, queue: deque[str]) -> None:
+        """Check the URLs of one host (and port), one request at a time, in turn with the other
+        hosts (:meth:`_may_take`): on another origin ``delay`` apart, on this host's own clock; on
+        the walk's origin at the walk's own pace (:meth:`sitewalk.gate.Gate.start`, Crawl-delay
+        included), as its pages."""
+        try:
+            await self._check_all(queue, host)
+        finally:
+            if self._taken >= self._most:
+                for url in queue:
+                    self._skipped.setdefault(url, self._past_budget)
+                queue.clear()
+            self._notify()
+
+    async def _check_all(self, queue: deque[str], host: str) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
         loop = asyncio.get_running_loop()
         started = float("-inf")
-        while queue and not self._over():
+        while queue and await self._turn(host):
             url = queue.popleft()
-            other = not self.walk.frontier.same_origin(url)
-            verdict: Verdict | None = None
-            for method in ("HEAD", "GET"):
-                if self._over():
-                    break
-                while other and (wait := started + self._delay - loop.time()) > 0:
-                    await asyncio.sleep(wait)
-                async with self._slots:
-                    started = loop.time()
-                    answer = await self._ask(url, method, other)
-                if isinstance(answer, Unchecked):
-                    self._skipped[url], verdict = answer, None
-                    break
-                verdict = answer
-                if verdict.status not in _HEAD_REFUSED:
-                    break
-            if verdict is not None:
-                self.verdicts[url] = verdict
-                self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
+            self._taken += 1
+            self._taken_by[host] = self._taken_by.get(host, 0) + 1
+            self._notify()
+            self._in_flight += 1
+            try:
+                started = await self._check(url, loop, started)
+            finally:
+                self._in_flight -= 1
+
+    async def _check(self, url: str, loop: asyncio.AbstractEventLoop, started: float) -> float:
+        """Check ``url``: HEAD, then GET where HEAD is refused; ``started``: when this host's
+        previous request started (on another origin the next waits ``delay`` after it). Returns
+        when its last request started."""
+        assert self._slots is not None
+        other = not self.walk.frontier.same_origin(url)
+        verdict: Verdict | None = None
+        for method in ("HEAD", "GET"):
+            if self._over():
+                break
+            while other and (wait := started + self._delay - loop.time()) > 0:
+                await asyncio.sleep(wait)
+            async with self._slots:
+                started = loop.time()
+                answer = await self._ask(url, method, other)
+            if isinstance(answer, Unchecked):
+                self._skipped[url], verdict = answer, None
+                break
+            verdict = answer
+            if verdict.status not in _HEAD_REFUSED:
+                break
+        if verdict is not None:
+            self.verdicts[url] = verdict
+            self.crawler.stats.inc_value("sitewalk/linkcheck/checked")
+        return started
 
     async def _ask(self, url: str, method: str, other: bool) -> Verdict | Unchecked:
         """One request for ``url``; its verdict, or why it was not checked: the walk's budget cut
@@ -240,6 +319,15 @@ class LinkChecker(WalkComponent):
             self.walk.results.links.redirects.append((url, target, status))
             reason = f"{reason}, to {target}"
         return Verdict(url, status, "http", reason)
+
+    def progress(self) -> str:
+        """The checks in the walk's progress line (:meth:`sitewalk.ledger.Ledger.add_progress`):
+        ``; link checks: 12 done, 30 left, 4 in flight, 5 unchecked``; "" before any link to check."""
+        if not self._wanted:
+            return ""
+        left = sum(len(queue) for queue in self._queues.values())
+        line = f"; link checks: {self._taken - self._in_flight} done, {left} left, {self._in_flight} in flight"
+        return line + (f", {len(self._skipped)} unchecked" if self._skipped else "")
 
     def _over(self) -> bool:
         """Whether the walk halted or its deadline passed: no check starts any more."""

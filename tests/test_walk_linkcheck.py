@@ -5,6 +5,7 @@ same-origin links, the address guard, the checks' budget, and the JUnit file."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections import Counter
 
@@ -232,3 +233,86 @@ def test_ctrl_c_while_links_are_checked_ends_the_walk(make_site, tmp_path):
     # The checks that had not started are listed; none started after the interruption.
     assert 2 <= checked < 20 and len(report["unchecked_links"]) >= 20 - checked
     assert report["unchecked_links"][-1] == other("/19")
+
+
+def test_the_checks_budget_is_shared_between_hosts(make_site, tmp_path):
+    # One page links 30 URLs of host A, then 5 of host B: first come, A would take the whole budget.
+    host_a, host_b = make_site({}), make_site({})
+    links = [*(host_a(f"/{n}") for n in range(30)), *(host_b(f"/{n}") for n in range(5))]
+    site = make_site({"/": {"links": links}})
+    junit = tmp_path / "links.xml"
+    report = walk(site("/"), delay=0, check_links=True, junit=str(junit),
+                  settings={**LOOPBACK, "SITEWALK_LINKCHECK_MAX_CHECKS": 10})
+    assert requests_of(host_b) == Counter({("HEAD", f"/{n}"): 1 for n in range(5)})
+    assert requests_of(host_a) == Counter({("HEAD", f"/{n}"): 1 for n in range(5)})
+    assert report.unchecked_links == [host_a(f"/{n}") for n in range(5, 30)]
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    skipped = [case.name for case in suite if case.is_skipped]
+    assert skipped == report.unchecked_links
+    assert all("SITEWALK_LINKCHECK_MAX_CHECKS=10" in case.result[0].message for case in suite if case.is_skipped)
+
+
+def test_the_summary_counts_the_checks(make_site, tmp_path):
+    host_a, host_b = make_site({"/0": {}}), make_site({})
+    site = make_site({"/": {"links": [host_a("/0"), host_a("/1"), host_a("/2"), host_b("/0")]}})
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "-s", "SITEWALK_LINKCHECK_MAX_CHECKS=2",
+                          "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # One each: host A's 200, host B's 404; host A's other two unchecked.
+    assert requests_of(host_a) == Counter({("HEAD", "/0"): 1}) and requests_of(host_b) == Counter({("HEAD", "/0"): 1})
+    assert "link checks: 2 made, 1 broken, 2 unchecked" in result.stderr
+
+
+def test_progress_while_links_are_checked(make_site, tmp_path):
+    # The page is done at once; the other host answers each of its 4 checks after 0.4 s.
+    other = make_site({f"/{n}": {"sleep": 0.4} for n in range(4)})
+    site = make_site({"/": {"links": [other(f"/{n}") for n in range(4)]}})
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "-s", "SITEWALK_PROGRESS_INTERVAL=0.1",
+                          "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(other.requests()) == 4
+    counts = [tuple(int(number) for number in re.findall(r"\d+", line.split("link checks: ")[1]))
+              for line in result.stderr.splitlines() if "INFO: progress: pages 1/" in line and "link checks: " in line]
+    # Every line: done, left and in flight (one at a time on one host) make the 4 links.
+    assert counts and all(sum(count) == 4 and count[2] <= 1 for count in counts), result.stderr
+    # While a check was in flight with others left, and later with fewer left.
+    assert (0, 3, 1) in counts or (1, 2, 1) in counts, counts
+    assert counts == sorted(counts, key=lambda count: count[0]), counts
+    assert "link checks: 4 made, 0 broken, 0 unchecked" in result.stderr
+
+
+NOFOLLOW_SITE = {
+    "/": {"title": "Home", "links": ["/a", "/b", {"href": "/gone", "rel": "nofollow"}, {"href": "/a", "rel": "nofollow"}]},
+    # Its robots meta says nofollow: all its links are checked, none walked (the seed is a page already).
+    "/a": {"title": "A", "head": '<meta name="robots" content="noarchive, nofollow">', "links": ["/", "/gone-a", "/ok"]},
+    # Its X-Robots-Tag says nofollow.
+    "/b": {"title": "B", "headers": {"X-Robots-Tag": "nofollow"}, "links": ["/gone-b", "/gone"]},
+    "/ok": {"title": "OK"},
+}
+
+
+def test_links_the_walk_does_not_follow_are_checked_once(make_site, tmp_path):
+    site = make_site(NOFOLLOW_SITE)
+    feed = tmp_path / "pages.jsonl"
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "--report", str(tmp_path / "r.json"),
+                          "-o", str(feed), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Pages are walked with GET; links not followed are one HEAD each, never a GET.
+    assert requests_of(site) == Counter({
+        ("GET", "/robots.txt"): 1, ("GET", "/"): 1, ("GET", "/a"): 1, ("GET", "/b"): 1,
+        ("HEAD", "/gone"): 1, ("HEAD", "/gone-a"): 1, ("HEAD", "/ok"): 1, ("HEAD", "/gone-b"): 1,
+    })
+    assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [site("/"), site("/a"), site("/b")]
+    report = json.loads((tmp_path / "r.json").read_text())
+    broken = {row["url"]: (row["status"], row["inlinks"]) for row in report["broken_links"]}
+    assert broken == {site("/gone"): (404, 2), site("/gone-a"): (404, 1), site("/gone-b"): (404, 1)}
+    assert report["unchecked_links"] == []
+
+
+def test_read_targets_lists_the_links_not_followed():
+    markup = '<a href="/a" rel="nofollow">a</a><a href="/b#x" rel="external NoFollow">b</a><a href="/c">c</a>'
+    assert read_targets(markup, "http://site.test/").unfollowed == ["http://site.test/a", "http://site.test/b"]
+    meta = f'<meta name="robots" content="none">{markup}'
+    assert read_targets(meta, "http://site.test/").unfollowed == [f"http://site.test/{name}" for name in "abc"]
+    header = read_targets(markup, "http://site.test/", {"X-Robots-Tag": "nofollow"})
+    assert header.unfollowed == [f"http://site.test/{name}" for name in "abc"]
