@@ -210,9 +210,10 @@ class WalkConfig:
 
     @property
     def link_report(self) -> bool:
-        """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``,
-        ``check_links``): the walk then reads the links of the pages at ``max_depth`` too."""
-        return self.html_report is not None or self.junit is not None or self.fail_on_broken or self.check_links
+        """Whether an output lists or acts on the broken links (``report``, ``html_report``, ``junit``,
+        ``fail_on_broken``, ``check_links``): the walk's last lines then say how many there are and where."""
+        return (self.report is not None or self.html_report is not None or self.junit is not None
+                or self.fail_on_broken or self.check_links)
 
     @property
     def consumer(self) -> str:

@@ -883,8 +883,9 @@ async def test_broken_links_are_in_the_structured_report(server: Server, make_si
     assert not result.is_error
     report = result.structured_content
     assert report is not None
+    # /a, at max_depth, links to /gone too: counted (not followed), as every output counts it.
     assert report["broken_links"] == [{"url": site("/gone"), "status": 404, "kind": "http", "reason": "HTTP 404 Not Found",
-                                       "inlinks": 1, "linked_from": [site("/")]}]
+                                       "inlinks": 2, "linked_from": [site("/"), site("/a")]}]
     assert report["broken_links_total"] == 1
     assert site.paths() == ["/", "/a", "/gone"]
 
