@@ -73,6 +73,10 @@ class SitewalkSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        # The settings of the walk's config file (--robots...), below the command line's and the
+        # API's; Scrapy reads settings only after it made the spider.
+        if spider.walk.config.settings:
+            crawler.settings.setdict(spider.walk.config.settings, priority="spider")
         # With JOBDIR the frontier's changes go to the journal, the links of pages at max_depth
         # kept there too, for a resumed walk with a larger max_depth.
         if jobs.journal_path(crawler.settings) is not None:
