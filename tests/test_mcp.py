@@ -169,6 +169,10 @@ async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Pat
         for tool in tools
     }
     assert sum(sizes.values()) <= TOOL_LIST_BUDGET, sizes
+    # docs/mcp.md gives the size measured here.
+    stated = re.search(r"the three tools cost ([\d,]+) characters of `tools/list`",
+                       (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8"))
+    assert stated is not None and int(stated.group(1).replace(",", "")) == sum(sizes.values()), sizes
     # No parameter has a title that only repeats its name ("Max Pages").
     assert not [name for tool in tools for name, spec in tool.input_schema["properties"].items() if "title" in spec]
 
