@@ -11,7 +11,7 @@ from scrapy.utils.conf import arglist_to_dict, feed_process_params_from_cli
 
 from sitewalk._compat import import_itemadapter_without_pydantic
 from sitewalk.commands.crawl import flags, format_error, run_walk, unrecognized, value_name
-from sitewalk.config import argument, arguments
+from sitewalk.config import SETTINGS, argument, arguments
 from sitewalk.configchecks import check_settings
 from sitewalk.exceptions import SitewalkError
 from sitewalk.hints import COMMAND, option
@@ -32,13 +32,13 @@ _DESCRIPTION = (
 )
 
 
-# Options that set a Scrapy setting: name -> (setting, metavar (None: a --NAME/--no-NAME switch), help).
-_SETTING_OPTIONS: dict[str, tuple[str, str | None, str]] = {
-    "allow_networks": ("SITEWALK_GUARD_ALLOW_NETWORKS", "CIDRS",
-                       "comma-separated networks the address guard lets the walk reach besides public addresses, "
-                       "e.g. 10.0.0.0/8 for an intranet site; default: public addresses only"),
-    "robots": ("ROBOTSTXT_OBEY", None, "obey robots.txt; default: true; --no-robots fetches pages it disallows"),
-    "user_agent": ("USER_AGENT", "TEXT", "the User-Agent header of every request"),
+# Options that set a Scrapy setting (sitewalk.config.SETTINGS: a config file may give them too):
+# name -> (metavar (None: a --NAME/--no-NAME switch), help).
+_SETTING_OPTIONS: dict[str, tuple[str | None, str]] = {
+    "allow_networks": ("CIDRS", "comma-separated networks the address guard lets the walk reach besides public "
+                       "addresses, e.g. 10.0.0.0/8 for an intranet site; default: public addresses only"),
+    "robots": (None, "obey robots.txt; default: true; --no-robots fetches pages it disallows"),
+    "user_agent": ("TEXT", "the User-Agent header of every request"),
 }
 
 
@@ -78,7 +78,9 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the walk's state in DIR: stop it (Ctrl-C once, or SIGTERM) and run the same command again to resume it",
     )
     # The options sitewalk-mcp's operator has (sitewalk.mcp.options), with the same names.
-    for name, (setting, metavar, text) in _SETTING_OPTIONS.items():
+    for name, (metavar, text) in _SETTING_OPTIONS.items():
+        setting = SETTINGS[name][0]
+        text = f"{text}; also {name} in --config's file"
         if metavar is None:
             output.add_argument(option(name), dest=name, action=argparse.BooleanOptionalAction, default=None,
                                 help=f"{text} (-s {setting})")
@@ -116,9 +118,9 @@ def _settings(parser: argparse.ArgumentParser, options: argparse.Namespace) -> S
         parser.error(str(exc))
     if options.jobdir:
         settings.set("JOBDIR", options.jobdir, priority="cmdline")
-    for name, (setting, _, _) in _SETTING_OPTIONS.items():
+    for name in _SETTING_OPTIONS:
         if getattr(options, name) is not None:
-            settings.set(setting, getattr(options, name), priority="cmdline")
+            settings.set(SETTINGS[name][0], getattr(options, name), priority="cmdline")
     # Without -o, stdout, unless -s FEEDS=... names the feeds.
     outputs = options.output or ([] if settings.getdict("FEEDS") else ["-"])
     if options.format:

@@ -28,9 +28,10 @@ from sitewalk.configvalues import (
 )
 from sitewalk.content import MODES
 from sitewalk.exceptions import SitewalkError
+from sitewalk.guard.addresses import parse_networks
 from sitewalk.hints import CLI, Surface
 
-__all__ = ["Argument", "WalkConfig", "argument", "arguments", "check_config"]
+__all__ = ["SETTINGS", "Argument", "WalkConfig", "argument", "arguments", "check_config"]
 
 # When a page is run in a browser (sitewalk.render): never, always, or when its HTML is an app shell.
 RENDER_MODES = ("never", "always", "auto")
@@ -39,6 +40,14 @@ RENDER_MODES = ("never", "always", "auto")
 _SCRAPYD_ARGS = frozenset({"_job", "_version", "setting"})
 # The arguments only the grep consumer reads.
 _GREP_OPTIONS = ("max_matches", "ignore_case", "fixed_strings", "context")
+# The Scrapy settings a config file may hold besides the walk arguments, by the names of the sitewalk
+# command's options and sitewalk-mcp's (--allow-networks, --robots/--no-robots, --user-agent):
+# key -> (setting, type).
+SETTINGS: dict[str, tuple[str, type]] = {
+    "allow_networks": ("SITEWALK_GUARD_ALLOW_NETWORKS", str),
+    "robots": ("ROBOTSTXT_OBEY", bool),
+    "user_agent": ("USER_AGENT", str),
+}
 
 
 # The argument that is no field: where the others can come from.
@@ -208,11 +217,16 @@ class WalkConfig:
                       "or auto (only pages whose HTML is an app shell)"),
     )
 
+    # Not an argument: the Scrapy settings the config file gave (SETTINGS), which the spider applies
+    # below the command line's (-s, --user-agent...) and the API's settings.
+    settings: dict[str, Any] = field(default_factory=dict)
+
     @property
     def link_report(self) -> bool:
-        """Whether an output lists every page's links (``html_report``, ``junit``, ``fail_on_broken``,
-        ``check_links``): the walk then reads the links of the pages at ``max_depth`` too."""
-        return self.html_report is not None or self.junit is not None or self.fail_on_broken or self.check_links
+        """Whether an output lists or acts on the broken links (``report``, ``html_report``, ``junit``,
+        ``fail_on_broken``, ``check_links``): the walk's last lines then say how many there are and where."""
+        return (self.report is not None or self.html_report is not None or self.junit is not None
+                or self.fail_on_broken or self.check_links)
 
     @property
     def consumer(self) -> str:
@@ -231,7 +245,7 @@ class WalkConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], surface: Surface = CLI) -> WalkConfig:
         """Build from ``values``; a ``config`` key (a TOML file path, or a mapping) gives values
-        that the other keys override."""
+        that the other keys override, and may give the Scrapy settings :data:`SETTINGS` names."""
         merged: dict[str, Any] = {}
         config = values.get("config")
         if isinstance(config, Mapping):
@@ -240,6 +254,7 @@ class WalkConfig:
             merged.update(load_toml(str(config)))
         if "config" in merged:
             raise SitewalkError(f"config {_name(config)} names another config: give its values here instead")
+        settings = _settings({key: merged.pop(key) for key in SETTINGS if key in merged}, config)
         for key, value in values.items():
             if key == "config" or key in _SCRAPYD_ARGS or value is None:
                 continue
@@ -247,12 +262,16 @@ class WalkConfig:
                 merged["headers"] = {**merged["headers"], **headers(value)}
             else:
                 merged[key] = value
-        return cls._validated(merged, surface)
+        return cls._validated(merged, surface, settings)
 
     @classmethod
-    def _validated(cls, values: dict[str, Any], surface: Surface) -> WalkConfig:
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+    def _validated(cls, values: dict[str, Any], surface: Surface, settings: dict[str, Any]) -> WalkConfig:
+        fields = _FIELDS
         unknown = sorted(set(values) - set(fields))
+        if unknown and unknown[0] in SETTINGS:
+            setting = SETTINGS[unknown[0]][0]
+            raise SitewalkError(f"{unknown[0]} is a setting, not a walk argument: give "
+                                f"{surface.setting(setting, values[unknown[0]])}, or {unknown[0]} in a config file")
         if unknown:
             close = difflib.get_close_matches(unknown[0], [*fields, "config"], n=1)
             known = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(fields))}, config"
@@ -271,7 +290,7 @@ class WalkConfig:
         typed: dict[str, Any] = {}
         for name, value in values.items():
             typed[name] = convert(_TYPES[name], value, surface.name(name), fields[name].metadata["argument"].unit)
-        config = cls(**typed)
+        config = cls(**typed, settings=settings)
         check_config(config, surface)
         return config
 
@@ -280,7 +299,7 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
     """Each argument within its bounds, and the arguments consistent with each other: one line
     naming what is wrong and what to give instead."""
     check_seed(config.seed, surface)
-    for spec in dataclasses.fields(config):
+    for spec in _FIELDS.values():
         bounds = spec.metadata["argument"]
         bounds.check(surface.name(spec.name), getattr(config, spec.name))
     if config.grep == "":
@@ -323,10 +342,23 @@ def check_config(config: WalkConfig, surface: Surface) -> None:
             patterns.compile(pattern, name=surface.name(name), literal=literally, fix=fix)
 
 
+def _settings(given: dict[str, Any], config: Any) -> dict[str, Any]:
+    """The Scrapy settings of the keys of :data:`SETTINGS` that ``config`` gave, each checked."""
+    settings = {}
+    for key, value in given.items():
+        setting, kind = SETTINGS[key]
+        shown = f"{key} in config {_name(config)}"
+        settings[setting] = convert(kind, value, shown)
+        if key == "allow_networks":
+            parse_networks(value, given_as=shown)
+    return settings
+
+
 def _name(config: Any) -> str:
     return "mapping" if isinstance(config, Mapping) else repr(str(config))
 
 
-_FIELDS = {spec.name: spec for spec in dataclasses.fields(WalkConfig)}
+# The walk arguments: every field but settings.
+_FIELDS = {spec.name: spec for spec in dataclasses.fields(WalkConfig) if "argument" in spec.metadata}
 # Each field's type as a type (the annotations are strings here).
 _TYPES = typing.get_type_hints(WalkConfig)

@@ -25,17 +25,15 @@ __all__ = ["PageReading"]
 
 class PageReading:
     """Reads each HTML page the walk fetched (:class:`sitewalk.pagereader.ReaderPool`) for what
-    the walk and its consumers need: its title; its links, from a 2xx page within max_depth, or
-    beyond it when they are kept (``holds_links``: JOBDIR's journal) or reported (``links``, the
-    link report); for grep, the visible lines of the pages grep still needs; the content asked
+    the walk and its consumers need: its title; its links, from every 2xx page, at max_depth too
+    (the link report counts their inlinks, JOBDIR's journal and a state keep them, index items
+    list them with ``links``: each the same whatever outputs a walk asks for); for grep, the visible lines of the pages grep still needs; the content asked
     for. A page that cannot be read is that page's failure (kind ``read``), not the walk's."""
 
     def __init__(self, config: WalkConfig, logger: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
         self._config = config
         self._logger = logger
         self._pool = ReaderPool(lines=config.consumer == "grep", content=config.read_content, main=config.main_content)
-        # Read the links of pages at max_depth too (set with JOBDIR, for a resumed walk with a larger max_depth).
-        self.holds_links = False
         self._grep: GrepMiddleware | None = None
 
     def start(self, crawler: Crawler) -> None:
@@ -65,7 +63,7 @@ class PageReading:
         markup = response.body if utf8 else response.text
         read, tree = await self._pool.read(
             markup, response.url,
-            links=successful and (page.depth < config.max_depth or self.holds_links or config.links or config.link_report),
+            links=successful,
             lines=lines, content=successful, encoding=None if utf8 else page.encoding,
             headers=page.headers, media_type=page.content_type,
         )

@@ -206,9 +206,11 @@ def test_a_component_refusing_its_setting_is_one_line_exit_2_before_any_request(
 
 def test_the_options_sitewalk_mcp_has_set_the_same_settings(make_site, tmp_path):
     from sitewalk.cli import _SETTING_OPTIONS
+    from sitewalk.config import SETTINGS
     from sitewalk.mcp.options import OPTIONS
 
-    assert {name: setting for name, (setting, _, _) in _SETTING_OPTIONS.items()} == {
+    # The same names and settings as sitewalk-mcp's, and as a config file's keys.
+    assert {name: SETTINGS[name][0] for name in _SETTING_OPTIONS} == {
         name: OPTIONS[name].setting for name in ("allow_networks", "robots", "user_agent")}
     site = make_site({"/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /\n"},
                       "/": {"title": "Home"}})

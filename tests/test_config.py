@@ -20,7 +20,7 @@ def config(**values: Any) -> WalkConfig:
 
 def test_defaults_live_in_one_place():
     assert WalkConfig.from_mapping({"seed": SEED}) == WalkConfig(seed=SEED)
-    assert {f.name: f.default for f in dataclasses.fields(WalkConfig) if f.name != "headers"} == {
+    assert {f.name: f.default for f in dataclasses.fields(WalkConfig) if f.name not in ("headers", "settings")} == {
         "seed": dataclasses.MISSING, "max_depth": 1, "max_pages": 20, "delay": 0.25, "concurrency": 1, "deadline": 60.0,
         "max_bytes": 20_000_000, "report": None, "html_report": None, "junit": None, "fail_on_broken": False, "allow_incomplete": False, "check_links": False, "grep": None, "max_matches": 50, "ignore_case": False,
         "fixed_strings": False, "context": 2, "css": None, "xpath": None, "regex": None,

@@ -202,6 +202,20 @@ def test_readme_in_ci(make_site, tmp_path):
     assert len(site.paths()) == 7
 
 
+def test_readme_speed_walk(make_site, tmp_path):
+    (speed_walk,) = commands(section("README.md", "Speed"))
+    # The walk the benchmark measures (benchmarks/measure.py runs it as scrapy crawl -a/-s).
+    measured = (ROOT / "benchmarks" / "measure.py").read_text(encoding="utf-8")
+    assert '"-a", "delay=0"' in measured and '"-s", "ROBOTSTXT_OBEY=false"' in measured
+    assert "--delay 0" in speed_walk and "--no-robots" in speed_walk
+    site = make_site(SITE)
+    result = run(on_site(speed_walk, site), tmp_path)
+    assert result.returncode == 0, result.stderr
+    # No robots.txt asked for; every page, with no delay between them.
+    assert [entry["path"] for entry in site.requests()] == ["/", "/api", "/guide", "/guide/old"]
+    assert len(jsonl(tmp_path / "out.jsonl")) == 4
+
+
 def test_walk_a_site(make_site, tmp_path):
     index, csv_walk, scrapy_walk = commands(section("docs/command.md", "Walk a site"))
     site = make_site(SITE)

@@ -169,6 +169,10 @@ async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Pat
         for tool in tools
     }
     assert sum(sizes.values()) <= TOOL_LIST_BUDGET, sizes
+    # docs/mcp.md gives the size measured here.
+    stated = re.search(r"the three tools cost ([\d,]+) characters of `tools/list`",
+                       (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8"))
+    assert stated is not None and int(stated.group(1).replace(",", "")) == sum(sizes.values()), sizes
     # No parameter has a title that only repeats its name ("Max Pages").
     assert not [name for tool in tools for name, spec in tool.input_schema["properties"].items() if "title" in spec]
 
@@ -883,8 +887,9 @@ async def test_broken_links_are_in_the_structured_report(server: Server, make_si
     assert not result.is_error
     report = result.structured_content
     assert report is not None
+    # /a, at max_depth, links to /gone too: counted (not followed), as every output counts it.
     assert report["broken_links"] == [{"url": site("/gone"), "status": 404, "kind": "http", "reason": "HTTP 404 Not Found",
-                                       "inlinks": 1, "linked_from": [site("/")]}]
+                                       "inlinks": 2, "linked_from": [site("/"), site("/a")]}]
     assert report["broken_links_total"] == 1
     assert site.paths() == ["/", "/a", "/gone"]
 

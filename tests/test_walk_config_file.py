@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sitewalk import SitewalkError, grep, walk
-from tests.conftest import LOOPBACK, allow_loopback, run_cli
+from tests.conftest import LOOPBACK, allow_loopback, run_cli, run_sitewalk
 
 SITE = {
     "/": {"title": "Home", "links": ["/a", "/b", "/c"]},
@@ -127,9 +127,66 @@ def test_api_grep_takes_its_pattern_from_the_config(make_site, tmp_path):
     assert [m.text for m in matches] == ["Needle in b"]
 
 
+ROBOTS_SITE = {
+    **SITE,
+    "/robots.txt": {"content_type": "text/plain", "body": "User-agent: *\nDisallow: /b\n"},
+}
+
+
+def walked(site: Any, tmp_path: Path, name: str, *args: str, config: str | None = None) -> list[tuple[str, str]]:
+    """Run the sitewalk command on ``site`` (with ``config``'s text as --config's file, if given);
+    the (path, User-Agent) of each request the server received, robots.txt's included."""
+    options = list(args)
+    if config is not None:
+        options += ["--config", str(write_config(tmp_path / f"{name}.toml", config))]
+    result = run_sitewalk(site("/"), "--delay", "0", *options, "-o", str(tmp_path / f"{name}.jsonl"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    requests = [(entry["path"], entry["headers"].get("User-Agent")) for entry in site.requests()]
+    site.log_path.write_text("", encoding="utf-8")
+    return requests
+
+
+def test_settings_in_the_file_walk_as_the_sitewalk_commands_options(make_site, tmp_path):
+    site = make_site(ROBOTS_SITE)
+    loopback = 'allow_networks = "127.0.0.1/32"\n'
+    # user_agent: every request, robots.txt's too, says what the file or the option says; the option wins.
+    by_file = walked(site, tmp_path, "agent", config=f'{loopback}user_agent = "file-agent/1"\n')
+    by_option = walked(site, tmp_path, "agent-option", "--user-agent", "file-agent/1", "--allow-networks", "127.0.0.1/32")
+    assert by_file == by_option == [("/robots.txt", "file-agent/1"), ("/", "file-agent/1"), ("/a", "file-agent/1"),
+                                    ("/c", "file-agent/1")]
+    both = walked(site, tmp_path, "agent-both", "--user-agent", "option-agent/1",
+                  config=f'{loopback}user_agent = "file-agent/1"\n')
+    assert {agent for _, agent in both} == {"option-agent/1"}
+    # robots = false: robots.txt is not asked for, and /b, which it disallows, is fetched.
+    by_file = walked(site, tmp_path, "robots", config=f"{loopback}robots = false\n")
+    by_option = walked(site, tmp_path, "robots-option", "--no-robots", "--allow-networks", "127.0.0.1/32")
+    assert [path for path, _ in by_file] == [path for path, _ in by_option] == ["/", "/a", "/b", "/c"]
+    assert [path for path, _ in walked(site, tmp_path, "robots-both", "--robots", config=f"{loopback}robots = false\n")] == [
+        "/robots.txt", "/", "/a", "/c"]
+
+
+def test_allow_networks_in_the_file_is_the_address_guards(make_site, tmp_path):
+    # Linux answers on all of 127.0.0.0/8: only the guard keeps a walk from 127.0.0.2.
+    site = make_site(SITE, host="127.0.0.2")
+    paths = walked(site, tmp_path, "allowed", config='allow_networks = "127.0.0.2/32"\n')
+    assert [path for path, _ in paths] == ["/robots.txt", "/", "/a", "/b", "/c"]
+    refused = run_sitewalk(site("/"), "--delay", "0", "--config",
+                           str(write_config(tmp_path / "refused.toml", 'allow_networks = "127.0.0.1/32"\n')),
+                           "-o", str(tmp_path / "refused.jsonl"), cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "refused address 127.0.0.2 (not a public address)" in refused.stderr, refused.stderr
+    assert site.requests() == []
+    # The option given with the file wins, as for any other.
+    paths = walked(site, tmp_path, "option", "--allow-networks", "127.0.0.2/32", config='allow_networks = "127.0.0.1/32"\n')
+    assert [path for path, _ in paths] == ["/robots.txt", "/", "/a", "/b", "/c"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        ('robots = "nope"\n', "robots in config 'walk.toml' must be true or false, got 'nope'"),
+        ('allow_networks = "10.0.0/8"\n', "allow_networks in config 'walk.toml': '10.0.0/8' is not an IP network"),
+        ("user_agent = 3\n", "user_agent in config 'walk.toml' must be a string, got 3"),
         ('max_pages = "ten"\n', "max_pages must be a whole number, got 'ten'"),
         ("max_pagez = 3\n", "unknown argument 'max_pagez'"),
         ('[headers]\n"Bad Name" = "x"\n', "header name 'Bad Name' is not a valid HTTP header name"),
@@ -155,6 +212,7 @@ def test_cli_config_errors_are_one_line_exit_2_and_no_request(make_site, tmp_pat
     [
         ({"max_pages": "ten"}, "max_pages must be a whole number, got 'ten'"),
         ({"max_pagez": 3}, "unknown argument 'max_pagez'"),
+        ({"robots": "nope"}, "robots in config mapping must be true or false, got 'nope'"),
         ("missing.toml", "config 'missing.toml' cannot be read"),
     ],
 )
@@ -162,4 +220,12 @@ def test_api_config_errors_raise_before_any_request(make_site, config, message):
     site = make_site(SITE)
     with pytest.raises(SitewalkError, match=message):
         walk(site("/"), config=config, delay=0, settings=LOOPBACK)
+    assert site.requests() == []
+
+
+def test_a_setting_is_not_a_walk_argument(make_site, tmp_path):
+    site = make_site(SITE)
+    result = run_cli("-a", f"seed={site('/')}", "-a", "robots=false", "-O", "p.jsonl", *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "sitewalk: error: robots is a setting, not a walk argument: give -s ROBOTSTXT_OBEY=false, or robots in a config file" in result.stderr
     assert site.requests() == []

@@ -42,15 +42,24 @@ def test_broken_links_count_every_page_that_links_to_them(make_site, tmp_path):
     assert written["broken_links"] == report.broken_links
 
 
-def test_inlinks_are_counted_from_pages_at_max_depth_when_an_output_lists_links(make_site, tmp_path):
+def test_inlinks_are_counted_from_pages_at_max_depth_whatever_outputs_are_asked(make_site, tmp_path):
     site = make_site(BROKEN_SITE)
-    # max_depth=1: /a and /b are not followed further, but with junit their links are read.
+    # max_depth=1: /a and /b are not followed further, but their links are read and counted, with
+    # --report alone as with --html-report (and by the API, which asks for no output).
+    inlinks = {}
+    for name, outputs in (("report", []), ("html", ["--html-report", str(tmp_path / "walk.html")])):
+        path = tmp_path / f"{name}.json"
+        result = run_sitewalk(site("/"), "--delay", "0", "--max-depth", "1", "--report", str(path), *outputs,
+                              "-o", str(tmp_path / f"{name}.jsonl"), *allow_loopback(), cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        inlinks[name] = {row["url"]: row["inlinks"] for row in json.loads(path.read_text())["broken_links"]}
+        assert f"1 broken link (the report's broken_links in {path}" in result.stderr
+    assert inlinks["report"] == inlinks["html"] == {site("/gone"): 3}
     plain = walk(site("/"), delay=0, max_depth=1, settings=LOOPBACK)
-    assert {row["url"]: row["inlinks"] for row in plain.broken_links} == {site("/gone"): 1}
-    listed = walk(site("/"), delay=0, max_depth=1, settings=LOOPBACK, junit=str(tmp_path / "links.xml"))
-    assert {row["url"]: row["inlinks"] for row in listed.broken_links} == {site("/gone"): 3}
-    # Links at max_depth are not fetched (only counted): /err and /dead were never requested.
-    assert "/err" not in site.paths() and "/dead" not in site.paths()
+    assert {row["url"]: row["inlinks"] for row in plain.broken_links} == {site("/gone"): 3}
+    # Links at max_depth are not fetched (only counted): /err and /dead were never requested, by
+    # any of the three walks; /gone once by each.
+    assert sorted(site.paths()) == sorted(["/", "/a", "/b", "/gone", "/r", "/c"] * 3)
 
 
 def test_junit_one_suite_per_page_one_case_per_checked_link(make_site, tmp_path):

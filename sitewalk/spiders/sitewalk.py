@@ -73,12 +73,13 @@ class SitewalkSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        # With JOBDIR the frontier's changes go to the journal, and the links of pages at
-        # max_depth are read and kept there, for a resumed walk with a larger max_depth.
-        journal = jobs.journal_path(crawler.settings) is not None
-        # With a state too: a page answered 304 Not Modified later goes on from the links kept there.
-        spider._reading.holds_links = journal or spider.walk.config.state is not None
-        if journal:
+        # The settings of the walk's config file (--robots...), below the command line's and the
+        # API's; Scrapy reads settings only after it made the spider.
+        if spider.walk.config.settings:
+            crawler.settings.setdict(spider.walk.config.settings, priority="spider")
+        # With JOBDIR the frontier's changes go to the journal, the links of pages at max_depth
+        # kept there too, for a resumed walk with a larger max_depth.
+        if jobs.journal_path(crawler.settings) is not None:
             spider.walk.frontier.keep_changes()
         state = jobs.replay(crawler.settings, spider.walk.config)
         if state is not None:
