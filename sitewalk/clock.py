@@ -18,6 +18,9 @@ class Clock(Protocol):
     async def wait(self, event: asyncio.Event, seconds: float) -> None:
         """Wait ``seconds``, or until ``event`` is set, whichever comes first."""
 
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``."""
+
 
 class LoopClock:
     """The event loop's clock (``loop.time()``, which is ``time.monotonic()`` for asyncio's loops
@@ -34,3 +37,6 @@ class LoopClock:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), seconds)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)

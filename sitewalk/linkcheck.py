@@ -249,7 +249,6 @@ class LinkChecker(WalkComponent):
     async def _check_all(self, queue: deque[str], host: str) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
-        loop = asyncio.get_running_loop()
         started = float("-inf")
         while queue and await self._turn(host):
             url = queue.popleft()
@@ -258,11 +257,11 @@ class LinkChecker(WalkComponent):
             self._notify()
             self._in_flight += 1
             try:
-                started = await self._check(url, loop, started)
+                started = await self._check(url, started)
             finally:
                 self._in_flight -= 1
 
-    async def _check(self, url: str, loop: asyncio.AbstractEventLoop, started: float) -> float:
+    async def _check(self, url: str, started: float) -> float:
         """Check ``url``: HEAD, then GET where HEAD is refused; ``started``: when this host's
         previous request started (on another origin the next waits ``delay`` after it). Returns
         when its last request started."""
@@ -272,10 +271,12 @@ class LinkChecker(WalkComponent):
         for method in ("HEAD", "GET"):
             if self._over():
                 break
-            while other and (wait := started + self._delay - loop.time()) > 0:
-                await asyncio.sleep(wait)
+            # The walk's one clock (sitewalk.clock), as the gate's pace reads it.
+            clock = self.walk.clock
+            while other and (wait := started + self._delay - clock.now()) > 0:
+                await clock.sleep(wait)
             async with self._slots:
-                started = loop.time()
+                started = clock.now()
                 answer = await self._ask(url, method, other)
             if isinstance(answer, Unchecked):
                 self._skipped[url], verdict = answer, None

@@ -90,10 +90,11 @@ class Walk:
             exclude=patterns.compile(config.exclude, name="exclude") if config.exclude is not None else None,
             no_parent=config.no_parent,
         ))
-        # One clock for the walk: the gate's pace and pauses, the ledger's deadline.
-        clock = clock or LoopClock()
-        self.ledger = Ledger(config, clock, queued=self.frontier.__len__, refused=self._bytes_spent)
-        self.gate = Gate(config.delay, config.concurrency, clock=clock)
+        # One clock for the walk: the gate's pace and pauses, the ledger's deadline, the link
+        # checker's pace on other hosts.
+        self.clock: Clock = clock or LoopClock()
+        self.ledger = Ledger(config, self.clock, queued=self.frontier.__len__, refused=self._bytes_spent)
+        self.gate = Gate(config.delay, config.concurrency, clock=self.clock)
         self.gate.when_done(self._request_done)
         self.results = Results()
         # The journal's state this walk goes on from (JOBDIR), else None.

@@ -8,7 +8,7 @@ import asyncio
 class FakeClock:
     """Implements :class:`sitewalk.clock.Clock`. :meth:`wait` returns at once, the clock moved on
     by the seconds waited (unless the event was set: then it does not move), after letting the
-    other tasks run; :meth:`advance` moves it by hand. Nothing sleeps for real."""
+    other tasks run; :meth:`sleep` likewise; :meth:`advance` moves it by hand. Nothing sleeps for real."""
 
     def __init__(self, start: float = 1000.0) -> None:
         self.time = start
@@ -29,3 +29,6 @@ class FakeClock:
         await asyncio.sleep(0)
         if not event.is_set():
             self.time += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        await self.wait(asyncio.Event(), seconds)
