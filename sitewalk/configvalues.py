@@ -61,12 +61,14 @@ def convert(declared: Any, value: Any, shown: str, unit: str = "") -> Any:
     if isinstance(value, str) and unit in _UNITS and _QUANTITY.fullmatch(value):
         value = _quantity(value, shown, unit, whole=declared is int)
     if declared is int:
+        whole = f"a whole number of {unit}, with a unit or not (e.g. {_UNITS[unit][1]})" if unit in _UNITS else (
+            "a whole number")
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise SitewalkError(f"{shown} must be a whole number, got {value!r}")
+            raise SitewalkError(f"{shown} must be {whole}, got {value!r}")
         try:
             return int(value)
         except ValueError:
-            raise SitewalkError(f"{shown} must be a whole number, got {value!r}") from None
+            raise SitewalkError(f"{shown} must be {whole}, got {value!r}") from None
     if declared is float:
         number_of = f"a number of {unit}" if unit else "a number"
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):

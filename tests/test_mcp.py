@@ -117,8 +117,13 @@ async def test_tools_are_listed_with_typed_bounded_described_parameters(server: 
     }
     assert crawl["properties"]["max_depth"]["maximum"] == 5
     assert crawl["properties"]["max_depth"]["default"] == 1
-    assert crawl["properties"]["deadline"]["maximum"] == 300
-    assert crawl["properties"]["max_bytes"]["maximum"] == 50_000_000
+    # A size or a duration is a number within the server's bounds, or a string with its unit.
+    assert crawl["properties"]["deadline"]["anyOf"] == [
+        {"type": "number", "exclusiveMinimum": 0, "maximum": 300}, {"type": "string"},
+    ]
+    assert crawl["properties"]["max_bytes"]["anyOf"] == [
+        {"type": "integer", "minimum": 1, "maximum": 50_000_000}, {"type": "string"},
+    ]
     # One request at a time unless the operator allows more (--max-concurrency).
     assert crawl["properties"]["concurrency"] | {"description": ""} == {
         "type": "integer", "default": 1, "minimum": 1, "maximum": 1, "description": "",
@@ -196,9 +201,17 @@ async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Pat
         ("web_grep", {"pattern": ""}, "pattern is empty"),
         ("web_crawl", {"include": "("},
          "include '(' is not a valid regular expression: missing ): ("),
+        ("web_crawl", {"max_bytes": "60M"},
+         "max_bytes=60000000 is above this server's limit of 5e+07 (sitewalk-mcp --max-bytes)"),
+        ("web_grep", {"pattern": "x", "deadline": "6m"},
+         "deadline=360.0 is above this server's limit of 300 (sitewalk-mcp --max-deadline)"),
+        ("web_crawl", {"max_bytes": "lots"},
+         'max_bytes="lots": must be a whole number of bytes, with a unit or not (e.g. 500M, 2G), got \'lots\''),
+        ("web_crawl", {"deadline": "5 weeks"},
+         'deadline="5 weeks": must be a number of seconds, with a unit or not (e.g. 90s, 30m, 2h), got \'5 weeks\''),
     ],
     ids=["max_pages", "max_matches", "context", "max_length", "concurrency", "minimum", "type", "bool", "unknown", "empty",
-         "regex"],
+         "regex", "max_bytes-unit", "deadline-unit", "bad-size", "bad-duration"],
 )
 async def test_bad_arguments_are_one_line_naming_the_parameter_and_the_limit(
     server: Server, make_site: Any, tool: str, arguments: dict[str, Any], message: str
@@ -233,6 +246,24 @@ async def test_web_crawl_returns_one_line_per_page_and_the_report(server: Server
     assert report["origin"] == site.url
     assert report["stopped"] is None
     assert report["failures"] == report["robots_skipped"] == report["unvisited"] == []
+
+
+async def test_a_budget_given_with_its_unit_bounds_what_the_site_sends(server: Server, make_site: Any) -> None:
+    site = make_site({"/": {"title": "Home", "links": ["/a", "/b"]},
+                      "/a": {"title": "A", "body": "<p>a</p>" * 500}, "/b": {"title": "B"}})
+    result = await server.call("web_crawl", url=site("/"), max_bytes="2K", deadline="1m")
+    assert not result.is_error
+    report = result.structured_content
+    assert report is not None
+    # 2K is 2,000 bytes: robots.txt and the home page fit, /a (about 4 kB) is cut off and stops the walk.
+    assert report["stopped"] == "max-bytes"
+    assert report["bytes"] <= 2000
+    assert report["fetched"] == 1
+    # The site was asked for /a, which did not fit, and for nothing after it.
+    assert site.paths() == ["/", "/a"]
+    home = next(entry["wire_bytes"] for entry in site.log() if entry.get("sent") == "/")
+    assert home < report["bytes"]
+    assert site.paths() == ["/", "/a"]
 
 
 async def test_web_grep_returns_matching_lines_grouped_by_page(server: Server, make_site: Any) -> None:

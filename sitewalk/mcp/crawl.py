@@ -26,7 +26,7 @@ Tool = Callable[..., Awaitable[CallToolResult]]
 
 # What a model needs to know of both tools' walks, said once.
 _WALK = (
-    "The walk stays on url's origin, breadth first, until it runs out of pages or a limit stops it; notices "
+    "The walk stays on url's origin, breadth first, until done or a limit stops it; notices "
     "after the listing say what was skipped, failed or cut, and what would change that."
 )
 

@@ -13,9 +13,12 @@ from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 
 from sitewalk.config import WalkConfig, argument
+from sitewalk.configvalues import convert
+from sitewalk.exceptions import SitewalkError
 from sitewalk.mcp.options import ServerOptions
 from sitewalk.patterns import MAX_LENGTH
 
@@ -44,27 +47,56 @@ class Parameter:
     walk: str | None = None
     # Whether a server with given options offers it (since: only with a state directory).
     offered: Callable[[ServerOptions], bool] = lambda _: True
+    # Its type on a server with given options, where that depends on them (a number with units).
+    typed: Callable[[ServerOptions], Any] | None = None
+
+    def annotation(self, options: ServerOptions) -> Any:
+        return self.type if self.typed is None else self.typed(options)
+
+
+def _with_unit(declared: Any, unit: str, bounds: dict[str, Any]) -> Any:
+    """``declared`` (int or float) within ``bounds``, which a call may also give as a string with
+    its unit (``500M``, ``30m``), read as the walk reads it (:func:`sitewalk.configvalues.convert`);
+    the schema shows both, the bounds on the number."""
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return convert(declared, value, "value", unit)
+        except SitewalkError as exc:
+            raise PydanticCustomError("unit", str(exc).removeprefix("value ")) from None
+
+    shown = typing.Annotated[declared, Field(**bounds)] | str
+    return typing.Annotated[declared, BeforeValidator(read, json_schema_input_type=shown)]
 
 
 def _walk(name: str, tools: tuple[str, ...], description: str | None = None, maximum: int | None = None,
           default: Any = None) -> Parameter:
     """The walk argument ``name`` as a parameter of ``tools``: its type, default, bounds and help
     are the walk's own (:func:`sitewalk.config.argument`) unless given here; its maximum is this
-    server's option that caps it, if one does."""
+    server's option that caps it, if one does. A size or a duration takes units, as the walk's."""
     spec = argument(name)
     text = description or spec.help[0].upper() + spec.help[1:] + "."
     # A pattern's length is bounded like the walk bounds it (sitewalk.patterns).
     length = MAX_LENGTH if _TYPES[name] == str | None else None
 
-    def field(options: ServerOptions) -> Any:
+    def bounds(options: ServerOptions) -> dict[str, Any]:
         limit = options.limit(name)
-        most = limit[0] if limit is not None else maximum
+        return {"ge": spec.minimum, "gt": spec.above, "le": limit[0] if limit is not None else maximum}
+
+    def field(options: ServerOptions) -> Any:
         value = getattr(WalkConfig, name) if default is None else default
+        most = bounds(options)["le"]
         if most is not None:
             value = min(value, most)
-        return Field(default=value, description=text, ge=spec.minimum, gt=spec.above, le=most, max_length=length)
+        return Field(default=value, description=text, max_length=length, **bounds(options))
 
-    return Parameter(name, _TYPES[name], field, tools, walk=name)
+    def typed(options: ServerOptions) -> Any:
+        return _with_unit(_TYPES[name], spec.unit, bounds(options))
+
+    units = spec.unit in ("bytes", "seconds")
+    return Parameter(name, _TYPES[name], field, tools, walk=name, typed=typed if units else None)
 
 
 # Every parameter of every tool, in the order the schemas list them, each described in the
@@ -72,15 +104,15 @@ def _walk(name: str, tools: tuple[str, ...], description: str | None = None, max
 PARAMETERS = (
     Parameter("url", str, lambda _: Field(description="The http(s) URL of the page."), (FETCH,), walk="seed"),
     Parameter("url", str | None, lambda _: Field(
-        default=None, description="The http(s) URL to start from; required unless cursor is given.",
+        default=None, description="The http(s) URL to start from; required without cursor.",
     ), _WALKS, walk="seed"),
     Parameter("pattern", str | None, lambda _: Field(
         default=None, min_length=1, max_length=MAX_LENGTH,
         description="RE2 regex (no look-around or backreferences), or plain text with fixed_strings, matched per "
-        "line of each page's visible text; required unless cursor is given.",
+        "line of visible text; required without cursor.",
     ), (GREP,), walk="grep"),
     Parameter("cursor", str | None, lambda _: Field(
-        default=None, description="From a cut output's notice: gets its next part (valid this server session).",
+        default=None, description="From a cut output's notice, for its next part.",
     ), _WALKS),
     Parameter("start_index", int, lambda _: Field(
         default=0, ge=0, description="Character of the content to start at.",
@@ -89,7 +121,7 @@ PARAMETERS = (
         default=min(_FETCH_LENGTH, options.max_output_chars), ge=1, le=options.max_output_chars,
         description="Most characters of content to return.",
     ), (FETCH,)),
-    _walk("main_content", (FETCH,), "Only the main content: no navigation, header, footer or sidebars.",
+    _walk("main_content", (FETCH,), "Main content only: no navigation, header, footer, sidebars.",
           default=True),
     _walk("max_matches", (GREP,), "Stop after this many matching lines."),
     _walk("ignore_case", (GREP,), "Match regardless of case."),
@@ -97,12 +129,12 @@ PARAMETERS = (
     _walk("fixed_strings", (GREP,), "pattern is plain text, not a regex."),
     _walk("max_depth", _WALKS, "Link hops from url: 0 = url only."),
     _walk("max_pages", _WALKS, "Most pages to fetch, url included."),
-    _walk("deadline", _WALKS, "Seconds the walk may take."),
-    _walk("max_bytes", _WALKS, "Most body bytes to download."),
+    _walk("deadline", _WALKS, "Seconds the walk may take, or 90s, 5m."),
+    _walk("max_bytes", _WALKS, "Most bytes the site may send, or 20M."),
     _walk("concurrency", _WALKS, "Requests in flight; >1 only on sites you own."),
     _walk("include", _WALKS, "Follow only links whose path+query match this RE2 regex."),
     _walk("exclude", _WALKS, "Skip links whose path+query match this RE2 regex."),
-    _walk("no_parent", _WALKS, "Follow only links at or below url's directory."),
+    _walk("no_parent", _WALKS, "Follow only links under url's directory."),
     _walk("sitemap", _WALKS, "Also walk the site's sitemap URLs."),
     Parameter("since", bool, lambda _: Field(
         default=False, description="List only pages new or changed since the last call with since on url's "
@@ -159,7 +191,8 @@ def tool(name: str, options: ServerOptions, run: Run, returns: type,
         return await run(ctx, arguments)
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
-    parameters += [inspect.Parameter(parameter.name, inspect.Parameter.KEYWORD_ONLY, annotation=parameter.type,
+    parameters += [inspect.Parameter(parameter.name, inspect.Parameter.KEYWORD_ONLY,
+                                     annotation=parameter.annotation(options),
                                      default=parameter.field(options)) for parameter in _of(name)
                    if parameter.offered(options)]
     # The SDK reads a tool's parameters with inspect.signature, which honours __signature__.

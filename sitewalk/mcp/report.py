@@ -28,7 +28,7 @@ _LISTS = tuple(name for name in _FIELDS if typing.get_origin(_TYPES[name]) is li
 # What the model needs told of the report's fields; the others say it by their name.
 _DESCRIPTIONS = {
     "stopped": "null, or what stopped the walk with pages left: max-pages, deadline, max-bytes, callback "
-    "(max_matches reached) or interrupted.",
+    "(max_matches) or interrupted.",
 }
 
 
