@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 # The most checks in flight at once, over all hosts (one at a time per host).
 IN_FLIGHT = 8
+# The hosts with the most checks left that the progress line names.
+PROGRESS_HOSTS = 3
 # Answers to HEAD that mean "ask with GET".
 _HEAD_REFUSED = frozenset({405, 501})
 _RESOURCES = 'img[src], script[src], link[href][rel~="stylesheet" i]'
@@ -153,8 +155,9 @@ class LinkChecker(WalkComponent):
         self._taken_by: dict[str, int] = {}
         self._changed = asyncio.Event()
         self._past_budget = Unchecked(f"past the link-check budget ({MAX_CHECKS}={self._most})", budget=True)
-        # URLs being checked now.
+        # URLs being checked now, in all and by host.
         self._in_flight = 0
+        self._in_flight_by: dict[str, int] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._reading: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
@@ -256,10 +259,12 @@ class LinkChecker(WalkComponent):
             self._taken_by[host] = self._taken_by.get(host, 0) + 1
             self._notify()
             self._in_flight += 1
+            self._in_flight_by[host] = self._in_flight_by.get(host, 0) + 1
             try:
                 started = await self._check(url, started)
             finally:
                 self._in_flight -= 1
+                self._in_flight_by[host] -= 1
 
     async def _check(self, url: str, started: float) -> float:
         """Check ``url``: HEAD, then GET where HEAD is refused; ``started``: when this host's
@@ -322,13 +327,22 @@ class LinkChecker(WalkComponent):
         return Verdict(url, status, "http", reason)
 
     def progress(self) -> str:
-        """The checks in the walk's progress line (:meth:`sitewalk.ledger.Ledger.add_progress`):
-        ``; link checks: 12 done, 30 left, 4 in flight, 5 unchecked``; "" before any link to check."""
+        """The checks in the walk's progress line (:meth:`sitewalk.ledger.Ledger.add_progress`), in
+        all and for the :data:`PROGRESS_HOSTS` hosts with the most left to do:
+        ``; link checks: 12 done, 30 left, 4 in flight, 5 unchecked (a.example: 20 left, 3 in flight;
+        b.example: 10 left, 1 in flight)``; "" before any link to check."""
         if not self._wanted:
             return ""
         left = sum(len(queue) for queue in self._queues.values())
         line = f"; link checks: {self._taken - self._in_flight} done, {left} left, {self._in_flight} in flight"
-        return line + (f", {len(self._skipped)} unchecked" if self._skipped else "")
+        line += f", {len(self._skipped)} unchecked" if self._skipped else ""
+        busy = sorted(((len(queue), self._in_flight_by.get(host, 0), host) for host, queue in self._queues.items()
+                       if queue or self._in_flight_by.get(host)), key=lambda work: (-work[0] - work[1], work[2]))
+        if not busy:
+            return line
+        hosts = [f"{host}: {waiting} left, {flying} in flight" for waiting, flying, host in busy[:PROGRESS_HOSTS]]
+        more = len(busy) - PROGRESS_HOSTS
+        return f"{line} ({'; '.join(hosts)}{f'; {more} more hosts' if more > 0 else ''})"
 
     def _over(self) -> bool:
         """Whether the walk halted or its deadline passed: no check starts any more."""

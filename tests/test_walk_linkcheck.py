@@ -271,14 +271,43 @@ def test_progress_while_links_are_checked(make_site, tmp_path):
                           "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(other.requests()) == 4
-    counts = [tuple(int(number) for number in re.findall(r"\d+", line.split("link checks: ")[1]))
-              for line in result.stderr.splitlines() if "INFO: progress: pages 1/" in line and "link checks: " in line]
+    lines = [line.split("link checks: ")[1] for line in result.stderr.splitlines()
+             if "INFO: progress: pages 1/" in line and "link checks: " in line]
+    counts = [tuple(int(number) for number in re.findall(r"\d+", line.split(" (")[0])) for line in lines]
     # Every line: done, left and in flight (one at a time on one host) make the 4 links.
     assert counts and all(sum(count) == 4 and count[2] <= 1 for count in counts), result.stderr
+    # The host with checks to do is named with its own (here all of them).
+    host = other.url.removeprefix("http://")
+    assert all(line.endswith(f" ({host}: {left} left, {flying} in flight)") for line, (_, left, flying) in
+               zip(lines, counts, strict=True) if left or flying), lines
     # While a check was in flight with others left, and later with fewer left.
     assert (0, 3, 1) in counts or (1, 2, 1) in counts, counts
     assert counts == sorted(counts, key=lambda count: count[0]), counts
     assert "link checks: 4 made, 0 broken, 0 unchecked" in result.stderr
+
+
+def test_progress_names_the_hosts_with_the_most_checks_left(make_site, tmp_path):
+    # Four hosts, each answering its checks after 0.3 s: 3, 2, 1 and 1 links.
+    hosts = [make_site({f"/{n}": {"sleep": 0.3} for n in range(count)}) for count in (3, 2, 1, 1)]
+    links = [host(f"/{n}") for host, count in zip(hosts, (3, 2, 1, 1), strict=True) for n in range(count)]
+    site = make_site({"/": {"links": links}})
+    result = run_sitewalk(site("/"), "--delay", "0", "--check-links", "-s", "SITEWALK_PROGRESS_INTERVAL=0.1",
+                          "-o", str(tmp_path / "p.jsonl"), *allow_loopback(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [len(host.requests()) for host in hosts] == [3, 2, 1, 1]
+    names = [host.url.removeprefix("http://") for host in hosts]
+    lines = [line.split("link checks: ")[1] for line in result.stderr.splitlines()
+             if "INFO: progress: pages 1/" in line and "link checks: " in line]
+    # While all four hosts had work: the three with the most left are named, busiest first.
+    first = next(line for line in lines if "more hosts" in line)
+    named = re.findall(r"(\S+): (\d+) left, (\d+) in flight", first.split(" (", 1)[1])
+    # (the last two have as much to do: one of them third, by name)
+    assert [name for name, _, _ in named][:2] == names[:2] and named[2][0] in names[2:], first
+    assert first.endswith("; 1 more hosts)"), first
+    totals = [int(number) for number in re.findall(r"\d+", first.split(" (")[0])]
+    # done + left + in flight make the 7 links; the hosts named account for at most what is left and in flight.
+    assert sum(totals) == 7
+    assert sum(int(left) + int(flying) for _, left, flying in named) <= totals[1] + totals[2]
 
 
 NOFOLLOW_SITE = {
