@@ -37,6 +37,11 @@ RTTS = (0.02, 0.1)
 LEVELS = (1, 8, 16)
 THREADS = (8, 16)
 ONE_PAGE = "sitewalk 1 page"
+# The same walks on asyncio's own event loop instead of uvloop's (ASYNCIO_EVENT_LOOP in sitewalk.settings):
+# the measurement of that seam.
+ASYNCIO = "sitewalk asyncio loop"
+ASYNCIO_ONE_PAGE = "sitewalk asyncio loop 1 page"
+ASYNCIO_ARGS = ["-s", "ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop"]
 MARKDOWN = "sitewalk index-main"
 MARKDOWN_ARGS = ["-a", "content=markdown", "-a", "main_content=true"]
 
@@ -51,16 +56,17 @@ def wget2_tool(threads: int) -> str:
 def cpu_per_page(results: Results, tools: Tools, work: str, site: Site, runs: int) -> None:
     """Whole walks of ``site`` and walks stopped after one page (start-up, the helpers' too), in
     rounds: what a page costs in each process is the difference over the pages between."""
-    print(f"{work}: sitewalk, whole site and one page, CPU of each process", flush=True)
-    for tool in rounds(("sitewalk", ONE_PAGE), runs):
-        max_pages = 1 if tool == ONE_PAGE else 100_000
-        results.runs.append(tools.sitewalk(work, site, tool=tool, max_pages=max_pages))
+    print(f"{work}: sitewalk, whole site and one page, CPU of each process; on uvloop and on asyncio's loop", flush=True)
+    for tool in rounds(("sitewalk", ONE_PAGE, ASYNCIO, ASYNCIO_ONE_PAGE), runs):
+        max_pages = 1 if tool in (ONE_PAGE, ASYNCIO_ONE_PAGE) else 100_000
+        extra = ASYNCIO_ARGS if tool in (ASYNCIO, ASYNCIO_ONE_PAGE) else []
+        results.runs.append(tools.sitewalk(work, site, tool=tool, max_pages=max_pages, extra=extra))
 
 
-def per_page(results: Results, work: str, attr: str) -> float | None:
-    """Median CPU seconds (``attr``) of the whole walks less those of the one-page walks, per page
-    after the first; None when a run did not say."""
-    whole, one = results.of(work, "sitewalk"), results.of(work, ONE_PAGE)
+def per_page(results: Results, work: str, attr: str, tool: str = "sitewalk", one_page: str = ONE_PAGE) -> float | None:
+    """Median CPU seconds (``attr``) of ``tool``'s whole walks less those of its one-page walks,
+    per page after the first; None when a run did not say."""
+    whole, one = results.of(work, tool), results.of(work, one_page)
     if not whole or not one or any(getattr(r, attr) is None for r in (*whole, *one)):
         return None
     pages = statistics.median(r.pages for r in whole) - statistics.median(r.pages for r in one)
@@ -135,14 +141,18 @@ def latency_table(results: Results, works: Sequence[str]) -> list[str]:
 
 
 def cpu_table(results: Results, work: str) -> list[str]:
-    lines = ["| process | CPU per page, ms | one-page walk (start-up) CPU s | whole walk CPU s |", "|---|---|---|---|"]
-    for label, attr in (("the walk's", "cpu_walk"), ("its page-reading helpers", "cpu_helpers"), ("both", "cpu")):
-        value = per_page(results, work, attr)
-        one = [getattr(r, attr) for r in results.of(work, ONE_PAGE) if getattr(r, attr) is not None]
-        whole = [getattr(r, attr) for r in results.of(work, "sitewalk") if getattr(r, attr) is not None]
-        lines.append(f"| {label} | {fmt(value * 1000 if value is not None else None, '.2f')} | "
-                     f"{fmt(statistics.median(one) if one else None, '.2f')} | "
-                     f"{fmt(statistics.median(whole) if whole else None, '.2f')} |")
+    lines = ["| event loop | process | CPU per page, ms | one-page walk (start-up) CPU s | whole walk CPU s |",
+             "|---|---|---|---|---|"]
+    for loop, tool, one_page in (("uvloop (sitewalk's)", "sitewalk", ONE_PAGE), ("asyncio's", ASYNCIO, ASYNCIO_ONE_PAGE)):
+        for label, attr in (("the walk's", "cpu_walk"), ("its page-reading helpers", "cpu_helpers"), ("both", "cpu")):
+            value = per_page(results, work, attr, tool, one_page)
+            one = [getattr(r, attr) for r in results.of(work, one_page) if getattr(r, attr) is not None]
+            whole = [getattr(r, attr) for r in results.of(work, tool) if getattr(r, attr) is not None]
+            if not whole:
+                continue
+            lines.append(f"| {loop} | {label} | {fmt(value * 1000 if value is not None else None, '.2f')} | "
+                         f"{fmt(statistics.median(one) if one else None, '.2f')} | "
+                         f"{fmt(statistics.median(whole) if whole else None, '.2f')} |")
     return lines
 
 
@@ -250,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts.insert(2, f"- load average at the start: {' '.join(f'{x:.2f}' for x in load_before)}")
     out = [f"# Speed (issue 34), one run: {title}", "", *facts, "",
            "Command: `python benchmarks/speed.py" + (" --smoke" if args.smoke else f" --runs {runs}")
-           + "".join(f" --only {e}" for e in (args.only or ())) + " --write-results`.", "",
+           + "".join(f" --only {e}" for e in (args.only or ())) + (" --write-results`." if args.write_results else "`."), "",
            "Wall time includes process start-up; CPU = user + system seconds of the tool and the processes it "
            "waited for; sitewalk's is also split between the walk's own process and its page-reading helpers "
            "(each read with getrusage as the walk exits). Round trips come from benchmarks/latency.py. "
@@ -259,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results.of(cpu_work, "sitewalk"):
         out += ["## CPU per page (both processes)", "",
                 "Whole walks of the site against walks stopped after one page (start-up, the helpers' included): "
-                "the difference in CPU seconds over the pages between, per process, on loopback, concurrency 1.", "",
+                "the difference in CPU seconds over the pages between, per process, on loopback, concurrency 1; "
+                "then the same on asyncio's own event loop (`-s ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop`).", "",
                 *cpu_table(results, cpu_work), ""]
     rtt_works = [works[f"{rtt * 1000:g} ms"] for rtt in rtts if results.of(works[f"{rtt * 1000:g} ms"], sitewalk_tool(8))]
     if rtt_works:
