@@ -19,6 +19,23 @@ from sites import HERE, Site
 
 RUN_TIMEOUT = 3600.0
 
+# Runs ``python -m scrapy ARGS`` (sys.argv[1:]) in this process and, as it exits, writes to CPU_FILE
+# the CPU seconds (user + system) of this process and of the children it waited for: the walk's
+# own process and its page-reading helpers (which it waits for when it closes), apart.
+CPU_FILE = "cpu.json"
+CPU_SPLIT = (
+    "import atexit, json, resource, runpy, sys\n"
+    "def _cpu(who):\n"
+    "    usage = resource.getrusage(who)\n"
+    "    return usage.ru_utime + usage.ru_stime\n"
+    "def _write():\n"
+    f"    with open({CPU_FILE!r}, 'w') as out:\n"
+    "        json.dump([_cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)], out)\n"
+    "atexit.register(_write)\n"
+    "sys.argv[0] = 'scrapy'\n"
+    "runpy.run_module('scrapy', run_name='__main__', alter_sys=True)\n"
+)
+
 
 @dataclass
 class Run:
@@ -32,6 +49,10 @@ class Run:
     exit_status: int
     report: dict | None = None  # sitewalk's report JSON
     cpu: float = 0.0  # user + system seconds of the tool and the processes it waited for
+    # sitewalk's runs: CPU seconds of the walk's own process, and of the processes it waited for
+    # (its page-reading helpers), each read by the process itself as it exits (CPU_SPLIT).
+    cpu_walk: float | None = None
+    cpu_helpers: float | None = None
 
     @property
     def pages(self) -> int:
@@ -87,7 +108,9 @@ def measure(work: str, tool: str, site: Site, argv: list[str], run_dir: Path, ag
         paths = [f[1] for f in fields if len(f) >= 2]
     report_file = run_dir / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else None
-    run = Run(work, tool, wall, rss_kb, paths, status, report, cpu)
+    split_file = run_dir / CPU_FILE
+    cpu_walk, cpu_helpers = json.loads(split_file.read_text()) if split_file.exists() else (None, None)
+    run = Run(work, tool, wall, rss_kb, paths, status, report, cpu, cpu_walk, cpu_helpers)
     flag = "" if status in ok_status else f"  FAILED (exit {status}): {_tail(run_dir / 'stderr.txt')}"
     if report is not None and report.get("fetched") != run.pages:
         flag += f"  (its report says {report.get('fetched')} pages, stopped: {report.get('stopped')})"
@@ -135,14 +158,15 @@ class Tools:
                 "-s", "LOG_LEVEL=WARNING", "-s", f"USER_AGENT={agent}", "-O", "out.jsonl"]
         return measure(work, "baseline", site, argv, run_dir, agent, self.plain_env)
 
-    def floor(self, work: str, site: Site, paths: Path, concurrency: int, tool: str) -> Run:
+    def floor(self, work: str, site: Site, paths: Path, concurrency: int, tool: str, extra: Sequence[str] = ()) -> Run:
         """Scrapy fetching the pages in ``paths`` (one path a line) from ``site``, ``concurrency`` at
-        a time, reading nothing (benchmarks/floor.py): what any Scrapy-based walker costs at least."""
+        a time, reading nothing (benchmarks/floor.py): what any Scrapy-based walker costs at least;
+        ``extra``: more of its arguments (``-s NAME=VALUE``)."""
         run_dir, agent = self.next_run("floor")
         argv = [sys.executable, "-m", "scrapy", "runspider", str(HERE / "floor.py"), "-a", f"base={site.origin}",
                 "-a", f"paths={paths}", "-s", f"CONCURRENT_REQUESTS={concurrency}",
                 "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "-s", "LOG_LEVEL=WARNING",
-                "-s", f"USER_AGENT={agent}", "-O", "out.jsonl"]
+                "-s", f"USER_AGENT={agent}", "-O", "out.jsonl", *extra]
         return measure(work, tool, site, argv, run_dir, agent, self.plain_env)
 
     def sitewalk_argv(self, site: Site, agent: str, max_pages: int = 100_000, extra: Sequence[str] = ()) -> list[str]:
@@ -157,5 +181,7 @@ class Tools:
     def sitewalk(self, work: str, site: Site, tool: str = "sitewalk", max_pages: int = 100_000,
                  extra: Sequence[str] = ()) -> Run:
         run_dir, agent = self.next_run("sitewalk")
-        argv = [sys.executable, *self.sitewalk_argv(site, agent, max_pages, extra)]
+        scrapy_argv = self.sitewalk_argv(site, agent, max_pages, extra)
+        assert scrapy_argv[:2] == ["-m", "scrapy"]
+        argv = [sys.executable, "-c", CPU_SPLIT, *scrapy_argv[2:]]
         return measure(work, tool, site, argv, run_dir, agent, self.sitewalk_env)

@@ -146,6 +146,9 @@ def _check_consumer(function: str, consumer: str) -> None:
 def _settings(overrides: Mapping[str, Any] | None) -> Settings:
     settings = Settings()
     settings.setmodule("sitewalk.settings", priority="project")
+    # A walk of the API runs on the loop it finds, or one of its own (sitewalk._reactor): Scrapy
+    # must not require the sitewalk command's (uvloop's) there.
+    settings.set("ASYNCIO_EVENT_LOOP", None, priority="project")
     if overrides:
         settings.setdict(dict(overrides), priority="cmdline")
     return settings
