@@ -74,6 +74,8 @@ def argument_errors(error: ValidationError, options: ServerOptions) -> str:
                 problems.append(f"{given} must be never, always or auto")
             else:
                 problems.append(f'{given}: this server runs no browser (sitewalk-mcp --no-render); give render="never"')
+        elif kind == "value_error":
+            problems.append(f"{given}: {bounds['error']}")
         elif kind.split("_")[0] in _TYPES:
             problems.append(f"{given} must be {_TYPES[kind.split('_')[0]]}")
         else:

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BeforeValidator, Field
-from pydantic_core import PydanticCustomError
 
 from sitewalk.config import WalkConfig, argument
 from sitewalk.configvalues import convert
@@ -65,7 +64,8 @@ def _with_unit(declared: Any, unit: str, bounds: dict[str, Any]) -> Any:
         try:
             return convert(declared, value, "value", unit)
         except SitewalkError as exc:
-            raise PydanticCustomError("unit", str(exc).removeprefix("value ")) from None
+            # A ValueError is pydantic's "value_error", which the tool error gives as it is (sitewalk.mcp.errors).
+            raise ValueError(str(exc).removeprefix("value ")) from None
 
     shown = typing.Annotated[declared, Field(**bounds)] | str
     return typing.Annotated[declared, BeforeValidator(read, json_schema_input_type=shown)]
