@@ -204,8 +204,9 @@ class Memory:
         self._shape = json.dumps({name: getattr(config, name) for name in _SHAPE}, sort_keys=True)
         # This walk's row in walks, from begin().
         self.walk: int | None = None
-        # The page rows to write when their page is settled (the pages table's columns), by ticket number.
-        self._pending: dict[int, list[Any]] = {}
+        # The page rows to write when their page is settled (the pages table's columns), by ticket
+        # number; with whether the row is the one the request validated, unchanged (then updated in place).
+        self._pending: dict[int, tuple[bool, list[Any]]] = {}
         # The rows a request may validate, by final URL, from begin().
         self._known: dict[str, Remembered] = {}
         self._changes: Changes | None = None
@@ -246,7 +247,7 @@ class Memory:
             page.links = json.loads(links) if links is not None else []
             # The row as it was, under this request's URL, with the validators the 304 sent, if any;
             # its links as the state holds them (not encoded again).
-            self._pending[number] = [
+            self._pending[number] = page.url == validated, [
                 page.url, final_url, status, _header(response, b"ETag") or etag,
                 _header(response, b"Last-Modified") or modified, digest, content_type, title, links, self.walk, 1,
                 "unchanged", None,
@@ -264,7 +265,7 @@ class Memory:
             page.change = "unchanged"
         else:
             page.change = "changed"
-        self._pending[number] = [
+        self._pending[number] = False, [
             page.url, page.final_url, page.status, _header(response, b"ETag"), _header(response, b"Last-Modified"),
             digest, page.content_type, None, None, self.walk, int(not gone), page.change,
             # The walk that found it gone, for the report's removed.
@@ -275,14 +276,21 @@ class Memory:
     def settled(self, number: int, page: Page) -> None:
         """The page of request ``number`` went through the consumers: its row is written, with
         the title and links its reading found (and its change, which :meth:`changes` counts)."""
-        row = self._pending.pop(number, None)
-        if row is None or self.walk is None:
+        pending = self._pending.pop(number, None)
+        if pending is None or self.walk is None:
             return
-        if page.status != 304:
-            row[7], row[8] = page.title, json.dumps(page.links) if page.links is not None else None
-        self._db.execute(
-            "INSERT OR REPLACE INTO pages (url, final_url, status, etag, last_modified, hash, content_type, title, "
-            "links, walk, present, change, gone_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        in_place, row = pending
+        if in_place:
+            # A 304 for the row it validated: only what a walk changes is written, in place (a
+            # third of the time of replacing the row, whose indexes then change too).
+            self._db.execute("UPDATE pages SET etag = ?, last_modified = ?, walk = ?, present = 1, change = 'unchanged', "
+                             "gone_in = NULL WHERE url = ?", (row[3], row[4], self.walk, row[0]))
+        else:
+            if page.status != 304:
+                row[7], row[8] = page.title, json.dumps(page.links) if page.links is not None else None
+            self._db.execute(
+                "INSERT OR REPLACE INTO pages (url, final_url, status, etag, last_modified, hash, content_type, title, "
+                "links, walk, present, change, gone_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         self._known[row[1]] = Remembered(row[0], row[2], row[3], row[4])
 
     def released(self, number: int) -> None:
