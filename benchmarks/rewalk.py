@@ -46,11 +46,11 @@ _EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.IGNORECASE)
 
 def _served(log: Path, start: int, changed: set[str]) -> dict[str, int]:
     """What nginx's access log says after its first ``start`` lines: requests, body bytes, 304s,
-    and how many of the ``changed`` paths it sent whole (200)."""
+    and how many of the ``changed`` paths it sent whole (a GET answered 200; a HEAD sends no body)."""
     requests = [line.split(" ") for line in log.read_text().splitlines()[start:]]
     return {"requests": len(requests), "body_bytes": sum(int(fields[3]) for fields in requests),
             "304s": sum(fields[2] == "304" for fields in requests),
-            "changed_sent": len({fields[1] for fields in requests if fields[2] == "200"} & changed)}
+            "changed_sent": len({fields[1] for fields in requests if fields[0] == "GET" and fields[2] == "200"} & changed)}
 
 
 def _sitewalk(url: str, work: Path, concurrency: int) -> dict[str, Any]:
