@@ -187,8 +187,10 @@ class Memory:
 
     SQLite (Python's ``sqlite3``) rather than JSON lines: the state is a table updated in place
     across walks, which an append-only file would grow by a walk's worth of lines each time and
-    have to compact, and a walk asks it for a page's row at each request. Each page is written in
-    its own transaction when it is settled (WAL journal, ``synchronous=NORMAL``): a walk killed
+    have to compact, and a walk reads a page's row by its URL at each 304 (the validators of
+    every page, which each request asks for, are read once as the walk begins: a few hundred
+    bytes a page). Each page is written in its own transaction when it is settled (WAL journal,
+    ``synchronous=NORMAL``; a 304's row updated in place): a walk killed
     with SIGKILL keeps every page written before, and a power cut loses at most the last pages
     (their next walk fetches them whole), never the state itself.
 
