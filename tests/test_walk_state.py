@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +324,42 @@ def test_a_seed_that_fails_for_a_walk_does_not_remove_the_site(make_site, tmp_pa
     items, report = walk(site, tmp_path)
     # The seed changed twice; every other page is as the state knew it.
     assert [item["change"] for item in items] == ["changed"] + ["unchanged"] * 6
+
+
+@pytest.mark.slow  # a walk killed with SIGKILL, in a process of its own, its pages slowed to be caught in flight
+def test_changed_only_resumed_from_jobdir_hands_on_each_new_and_changed_page_once(make_site, tmp_path):
+    site = make_site(SITE, options=("--reload",))
+    walk(site, tmp_path)
+    spec = {path: {**page, "sleep": 0.2} for path, page in json.loads(json.dumps(SITE)).items()}
+    spec["/c"]["links"] = ["/c1"]
+    spec["/c1"] = {"title": "C1", "validators": True, "sleep": 0.2}
+    spec["/a1"]["body"] = "<p>needle one, edited</p>"
+    spec["/b1"]["body"] = "<p>needle two, edited</p>"
+    change(site, spec)
+    args = ["-a", f"seed={site('/')}", "-a", "max_depth=2", "-a", "delay=0", "-a", "state=state",
+            "-a", "changed_only=true", "-a", "report=r.json", "-O", "pages.jsonl", "-s", "JOBDIR=job",
+            *allow_loopback()]
+    mark = len(site.log())
+    process = start_cli(*args, cwd=tmp_path, own_process=True)
+    # Killed once /c (changed) is in the feed: /a1 and /b1 (changed) and /c1 (new) are still to come.
+    feed = tmp_path / "pages.jsonl"
+    deadline = time.monotonic() + 30
+    while not (feed.exists() and site("/c") in feed.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, "the walk did not hand /c on"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    killed = [json.loads(line)["url"] for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert site("/c") in killed and site("/c1") not in killed
+
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    items = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    # Only the new and changed pages, each once, in the walk's order, across both runs.
+    assert [(item["url"], item["change"]) for item in items] == [
+        (site("/c"), "changed"), (site("/a1"), "changed"), (site("/b1"), "changed"), (site("/c1"), "new"),
+    ]
+    requests = [entry["path"] for entry in since(site, mark) if "method" in entry and entry["path"] != "/robots.txt"]
+    assert set(requests) == {*ORDER, "/c1"}
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["changes"] == {"new": 1, "changed": 3, "unchanged": 4, "removed": [], "unreached": None}
