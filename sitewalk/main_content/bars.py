@@ -45,10 +45,11 @@ def neighbour_bars(tree: LexborHTMLParser, root: LexborNode) -> list[LexborNode]
         bar = None
         node = link.parent
         while node is not None and not is_root_or_above(node, root):
-            # A bar is short: its links' words and a few titles beside them.
+            # A bar is short: its links' words and a few titles beside them; and never code (a
+            # gtk-doc signature links its types, which the chapters before and after may define).
             words = word_count(node)
             if (words > _BAR_MAX_WORDS or node.css_first(HEADINGS) is not None
-                    or words - link_word_count(node) > _BAR_WORDS):
+                    or words - link_word_count(node) > _BAR_WORDS or node.css_first("pre") is not None):
                 break
             if _is_bar(node, neighbours):
                 bar = node
