@@ -57,6 +57,7 @@ from urllib.parse import unquote, urlsplit
 
 from articles import SET as ARTICLE_SET
 from articles import score as score_articles
+from report import head_commit
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 from server import nginx
 from sites import Site, lock_work
@@ -377,14 +378,16 @@ def main() -> None:
 
 def write_results(text: str, options: argparse.Namespace) -> None:
     """Write the table into RESULTS.md, between its markers (replacing what they held), or at the end."""
+    import trafilatura
+
     begin, end = "<!-- content.py: begin -->", "<!-- content.py: end -->"
     command = "python benchmarks/content.py" + (f" --only {options.only}" if options.only else "")
     if options.articles is not None:
         command += " --articles DATA"
     section = (f"{begin}\n## Main content: documentation and articles, sitewalk / trafilatura (issues 22, 32)\n\n"
-               f"Measured {time.strftime('%Y-%m-%d')} with `{command}` (DATA: a checkout of {ARTICLE_SET}; "
-               f"definitions in the script's docstring). Each cell is sitewalk / trafilatura 2.3.1 with its "
-               f"defaults, on the same pages:\n\n{text}\n{end}")
+               f"Measured {time.strftime('%Y-%m-%d')} with `{command}` at {head_commit()} (DATA: a checkout of "
+               f"{ARTICLE_SET}; definitions in the script's docstring). Each cell is sitewalk / trafilatura "
+               f"{trafilatura.__version__} with its defaults, on the same pages:\n\n{text}\n{end}")
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     start, stop = old.find(begin), old.find(end)
     if start >= 0 and stop > start:
