@@ -174,12 +174,13 @@ class Truth:
 
     article: list[str]
     navigation: list[list[str]]
-    # The word runs of each <pre> block and of each outermost table of the article.
+    # The words of each <pre> block and of each outermost table of the article.
     code: list[list[str]]
     tables: list[list[str]]
 
 
 def truth(source: Path, generator: Generator) -> Truth | None:
+    """The ground truth of the page in ``source``; None when it has no article."""
     tree = LexborHTMLParser(source.read_bytes())
     for node in tree.css("script, style, a.headerlink"):
         node.decompose()
@@ -226,7 +227,6 @@ class Score:
     with_nav: int = 0
     article_words: int = 0
     kept_words: int = 0
-    below: int = 0
     code_blocks: int = 0
     kept_code: int = 0
     tables: int = 0
@@ -240,8 +240,6 @@ class Score:
         kept = sum((wanted & Counter(kept_tokens)).values())
         self.article_words += len(page.article)
         self.kept_words += kept
-        if kept < 0.98 * len(page.article):
-            self.below += 1
         joined = f" {' '.join(kept_tokens)} "
         self.code_blocks += len(page.code)
         self.kept_code += sum(_holds(joined, block) for block in page.code)
