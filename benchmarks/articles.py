@@ -31,6 +31,8 @@ from sitewalk.content import html_content
 from sitewalk.main_content.articles import is_article
 from sitewalk.text import visible_lines
 
+SET = "scrapinghub/article-extraction-benchmark"
+
 
 def _sitewalk(html: str) -> str:
     return html_content(LexborHTMLParser(html), html, "text", main=True)
@@ -52,35 +54,50 @@ def _trafilatura(html: str) -> str:
 EXTRACTORS = {"sitewalk": _sitewalk, "sitewalk rules only": _structure_only, "trafilatura (defaults)": _trafilatura}
 
 
+def load(data: Path) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """The set's ``evaluate`` module, its ground truth and its pages (decoded as a browser would)."""
+    spec = importlib.util.spec_from_file_location("evaluate", data / "evaluate.py")
+    if spec is None or spec.loader is None:
+        sys.exit(f"no evaluate.py in {data}")
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
+    truth = json.loads((data / "ground-truth.json").read_text(encoding="utf-8"))
+    pages = {}
+    for key in truth:
+        raw = gzip.decompress((data / "html" / f"{key}.html.gz").read_bytes())
+        pages[key] = html_to_unicode(None, raw)[1]
+    return evaluate, truth, pages
+
+
+def score(data: Path, names: tuple[str, ...] = tuple(EXTRACTORS), out: Path | None = None) -> dict[str, dict[str, float]]:
+    """Each extractor's F1, precision, recall (by the set's ``evaluate.py``) and ms per page on the set in ``data``."""
+    evaluate, truth, pages = load(data)
+    results = {}
+    for name in names:
+        extract = EXTRACTORS[name]
+        extract(next(iter(pages.values())))  # imports out of the timing
+        started = time.perf_counter()
+        predicted: dict[str, Any] = {key: {"articleBody": extract(html)} for key, html in pages.items()}
+        elapsed = (time.perf_counter() - started) / len(pages) * 1000
+        results[name] = {**evaluate.evaluate(truth, predicted, 1000), "ms": elapsed, "pages": len(pages)}
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{name.split()[0]}{'-rules' if 'rules' in name else ''}.json").write_text(
+                json.dumps(predicted, ensure_ascii=False), encoding="utf-8")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", type=Path, help="a checkout of scrapinghub/article-extraction-benchmark")
     parser.add_argument("--out", type=Path, help="write each extractor's predictions here")
     options = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("evaluate", options.data / "evaluate.py")
-    if spec is None or spec.loader is None:
-        sys.exit(f"no evaluate.py in {options.data}")
-    evaluate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(evaluate)
-    truth = json.loads((options.data / "ground-truth.json").read_text(encoding="utf-8"))
-    pages = {}
-    for key in truth:
-        raw = gzip.decompress((options.data / "html" / f"{key}.html.gz").read_bytes())
-        pages[key] = html_to_unicode(None, raw)[1]
+    _, _, pages = load(options.data)
     articles = sum(is_article(LexborHTMLParser(html)) for html in pages.values())
     print(f"{len(pages)} pages, {articles} of them told apart as articles\n")
     print("| extractor | F1 | precision | recall | ms per page |\n|---|---|---|---|---|")
-    for name, extract in EXTRACTORS.items():
-        extract(next(iter(pages.values())))  # imports out of the timing
-        started = time.perf_counter()
-        predicted: dict[str, Any] = {key: {"articleBody": extract(html)} for key, html in pages.items()}
-        elapsed = (time.perf_counter() - started) / len(pages) * 1000
-        scores = evaluate.evaluate(truth, predicted, 1000)
-        print(f"| {name} | {scores['f1']:.3f} | {scores['precision']:.3f} | {scores['recall']:.3f} | {elapsed:.0f} |")
-        if options.out is not None:
-            options.out.mkdir(parents=True, exist_ok=True)
-            (options.out / f"{name.split()[0]}{'-rules' if 'rules' in name else ''}.json").write_text(
-                json.dumps(predicted, ensure_ascii=False), encoding="utf-8")
+    for name, scores in score(options.data, out=options.out).items():
+        print(f"| {name} | {scores['f1']:.3f} | {scores['precision']:.3f} | {scores['recall']:.3f} | {scores['ms']:.0f} |")
 
 
 if __name__ == "__main__":

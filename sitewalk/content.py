@@ -35,7 +35,7 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
 
     Markdown comes from html-to-markdown: headings, paragraphs, lists, links, emphasis, tables,
     and fenced code blocks that keep their indentation and name their language when the page
-    does. With the page's (final) ``url``, every link and image target is absolute, resolved
+    does (a link in a code block leaves its text, as the fence shows what it holds as written). With the page's (final) ``url``, every link and image target is absolute, resolved
     against the page's ``<base href>`` as a browser resolves it, except a link to a place on
     the page itself, which stays ``#id``. Text is :func:`sitewalk.text.visible_lines`, one line
     per block, ``<pre>`` lines with their indentation: the lines grep searches.
@@ -64,6 +64,10 @@ def html_content(tree: LexborHTMLParser, markup: str, mode: str, *, main: bool, 
     if scope is None:
         return ""
     if mode == "markdown":
+        # A code block's links (Sphinx's grammar, gtk-doc's types) would be Markdown link syntax
+        # inside the fence, which shows it as written: the block keeps their text only.
+        for link in scope.css("pre a"):
+            link.unwrap()
         if url is not None:
             _absolute_targets(page, scope, url)
         _name_code_languages(scope)

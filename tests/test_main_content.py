@@ -51,6 +51,12 @@ $(function() {{ initMenu('',false,false,'search.php','Search'); }});
      f"<table><tr><th>Chapter 2</th></tr><tr><td><a href=p.html>Prev</a></td><td><a href=n.html>Next</a></td></tr></table>"
      f"<div>{ARTICLE}<p>Read <a href=n.html>the next page</a> after this one, it goes on.</p></div>",
      ["Prev", "Next", "Chapter 2"], ["Page title", "the next page"]),
+    # A code block is never a bar, though it links the neighbours (gtk-doc's signatures link
+    # types that the chapters before and after define).
+    ("<link rel=prev href=glib-Quarks.html><link rel=next href=glib-Datasets.html>",
+     f"{ARTICLE}<pre>void\ng_datalist_id_set_data_full (<em><code><a href=glib-Quarks.html#GQuark>GQuark</a> key_id"
+     "</code></em>,\n    <em><code><a href=glib-Datasets.html#GDestroyNotify>GDestroyNotify</a> destroy_func</code></em>);"
+     "</pre>", [], ["g_datalist_id_set_data_full", "GQuark", "destroy_func"]),
     # ... or by an accesskey on its only link.
     ("", f"<div><a accesskey=n href=n.html>Next</a></div>{ARTICLE}", ["Next"], ["Page title"]),
     # A menu bar outside a landmark goes; inside one, "a | b" is the article's.

@@ -130,6 +130,23 @@ def test_code_fences_carry_the_language_the_page_names(make_site, tmp_path):
         assert fence in markdown
 
 
+
+def test_links_in_a_code_block_leave_only_their_text_in_its_fence(make_site):
+    # Sphinx's grammar productions and gtk-doc's signatures link their names; a fence shows
+    # Markdown link syntax as written, so the block keeps the names alone (outside it, links stay).
+    site = make_site({"/": {"body": (
+        '<main><p>See <a href="/types">types</a>.</p>'
+        '<pre><strong id="g-stmt">stmt</strong> ::= <a href="#g-if">if_stmt</a> | <a href="#g-for">for_stmt</a></pre>'
+        '<pre class="programlisting">void\ng_atomic_int_inc (<a href="/types#gint">gint</a> *atomic);</pre></main>')}})
+    pages = []
+    walk(site("/"), max_depth=0, delay=0, on_page=pages.append, settings=LOOPBACK)
+    for main in (False, True):
+        markdown = pages[0].content("markdown", main_content=main)
+        assert "```\nstmt ::= if_stmt | for_stmt\n```" in markdown
+        assert "```\nvoid\ng_atomic_int_inc (gint *atomic);\n```" in markdown
+        assert f"See [types]({site('/types')})." in markdown
+
+
 def test_text_is_one_line_per_block_with_pre_indentation(make_site, tmp_path):
     _, items = index(make_site, tmp_path, "-a", "content=text", "-a", "main_content=true")
     assert items[""]["content"] == "\n".join([

@@ -10,8 +10,9 @@ The rules, in order (each works on the parsed page, which it changes):
    or section.
 3. **Link bars** go: a block holding links to two or more of the page's neighbours named by
    the page's own ``<link rel=prev|next|up|home...>``, or one link that says it leads to one
-   (``rel=next``..., an ``accesskey``), and little text beside its links (the prev/up/home/next
-   tables of DocBook and gtk-doc, Sphinx's related bar), the largest such block around them; and
+   (``rel=next``..., an ``accesskey``), and little text beside its links and no code block (the
+   prev/up/home/next tables of DocBook and gtk-doc, Sphinx's related bar), the largest such
+   block around them; and
    on a page without a landmark, a block whose every word is a link, with menu signs (``|``,
    ``»``, ``/``...) between them, when it holds no heading or list.
 4. **Frames left empty** go: a block that held what rule 2 or 3 removed and keeps fewer than ten

@@ -33,6 +33,9 @@ def neighbour_bars(tree: LexborHTMLParser, root: LexborNode) -> list[LexborNode]
     neighbours.discard("")
     bars: list[LexborNode] = []
     seen: set[int] = set()
+    # What the climbs from earlier links found: the links of a paragraph share its ancestors.
+    known: dict[int, LexborNode | None] = {}
+    stops: set[int] = set()
     # The candidates found by the selector engine (C), not by a loop over every link in Python.
     selectors = ["a[href][accesskey]", "a[href][rel]"]
     selectors += [f'a[href^="{_css_string(href)}"]' for href in neighbours]
@@ -42,21 +45,38 @@ def neighbour_bars(tree: LexborHTMLParser, root: LexborNode) -> list[LexborNode]
         rels = set((attrs.get("rel") or "").lower().split())
         if not (href and href in neighbours) and not rels & _NEIGHBOUR_RELS and attrs.get("accesskey") is None:
             continue
-        bar = None
-        node = link.parent
-        while node is not None and not is_root_or_above(node, root):
-            # A bar is short: its links' words and a few titles beside them.
-            words = word_count(node)
-            if (words > _BAR_MAX_WORDS or node.css_first(HEADINGS) is not None
-                    or words - link_word_count(node) > _BAR_WORDS):
-                break
-            if _is_bar(node, neighbours):
-                bar = node
-            node = node.parent
+        bar = _highest_bar(link.parent, root, neighbours, known, stops)
         if bar is not None and bar.mem_id not in seen:
             seen.add(bar.mem_id)
             bars.append(bar)
     return outermost(bars)
+
+
+def _highest_bar(node: LexborNode | None, root: LexborNode, neighbours: set[str],
+                 known: dict[int, LexborNode | None], stops: set[int]) -> LexborNode | None:
+    """The highest bar (:func:`_is_bar`) among ``node`` and its ancestors, up to the first that is
+    no bar's size; ``known`` holds that answer for each node climbed before, ``stops`` the nodes
+    too large to be a bar."""
+    path = []
+    above = None
+    while node is not None and not is_root_or_above(node, root) and node.mem_id not in stops:
+        if node.mem_id in known:
+            above = known[node.mem_id]
+            break
+        # A bar is short: its links' words and a few titles beside them; and never code (a
+        # gtk-doc signature links its types, which the chapters before and after may define).
+        words = word_count(node)
+        if (words > _BAR_MAX_WORDS or node.css_first(HEADINGS) is not None
+                or words - link_word_count(node) > _BAR_WORDS or node.css_first("pre") is not None):
+            stops.add(node.mem_id)
+            break
+        path.append(node)
+        node = node.parent
+    for node in reversed(path):
+        if above is None and _is_bar(node, neighbours):
+            above = node
+        known[node.mem_id] = above
+    return above
 
 
 def _css_string(text: str) -> str:
