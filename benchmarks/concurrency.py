@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import signal
@@ -29,7 +28,7 @@ import report
 import server
 from experiments import rounds
 from measure import Results, Tools
-from sites import HERE, WORK, Site, lock_work, prepare_docs, prepare_generated
+from sites import HERE, Site, lock_work, prepare_docs, prepare_generated
 from tables import failures, fmt, is_resource
 
 EXPERIMENTS = ("latency", "loopback", "memory")
@@ -285,12 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raw = [dataclasses.asdict(r) for r in results.runs]
-        (WORK / "last-concurrency-runs.json").write_text(json.dumps(raw), encoding="utf-8")
+        report.keep_runs(results.runs, "last-concurrency-runs.json")
 
     title = "smoke run (tiny site, not a measurement)" if args.smoke else f"medians of {runs} run(s) per tool"
-    facts = report.machine_facts(start_commit)
-    facts.insert(2, f"- load average at the start: {' '.join(f'{x:.2f}' for x in load_before)}")
+    facts = report.facts_with_load(start_commit, load_before)
     facts[-1] += f", {_first_line(['wget2', '--version'])}"
     walk_works = [w for w in (loopback_work, *rtt_works.values()) if results.of(w, "wget")]
     out = [f"# Concurrency (issue 20): {title}", "", *facts, "",

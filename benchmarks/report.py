@@ -3,13 +3,16 @@ keeps its own section."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 import os
 import platform
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from sites import HERE, REPO
+from sites import HERE, REPO, WORK
 
 MB = 1024 * 1024
 
@@ -62,6 +65,19 @@ def machine_facts(start_commit: str) -> list[str]:
         f"sitewalk {sitewalk.__version__} at {commit}{' with local changes' if dirty else ''}",
         f"- {first_line(['nginx', '-v'])}, {first_line(['wget', '--version'])}",
     ]
+
+
+def keep_runs(runs: list[Any], name: str) -> None:
+    """The raw runs (dataclasses), for a second look or a report that failed to render:
+    ``benchmarks/.work/<name>``."""
+    (WORK / name).write_text(json.dumps([dataclasses.asdict(run) for run in runs]), encoding="utf-8")
+
+
+def facts_with_load(start_commit: str, load_before: tuple[float, float, float]) -> list[str]:
+    """:func:`machine_facts`, with the load average when the run started."""
+    facts = machine_facts(start_commit)
+    facts.insert(2, f"- load average at the start: {' '.join(f'{x:.2f}' for x in load_before)}")
+    return facts
 
 
 def write_results(script: str, text: str) -> None:

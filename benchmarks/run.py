@@ -18,8 +18,6 @@ startup.py measures start-up on a server of its own.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -30,9 +28,9 @@ from pathlib import Path
 from experiments import EXPERIMENTS, compare, grep_vs_index, memory, profile
 from installs import check_python, install
 from measure import Results, Tools
-from report import head_commit, machine_facts, write_results
+from report import head_commit, keep_runs, machine_facts, write_results
 from server import nginx, stop_on_sigterm
-from sites import WORK, Site, lock_work, prepare_docs, prepare_generated
+from sites import Site, lock_work, prepare_docs, prepare_generated
 from startup import section as startup_section
 from tables import failures, grep_table, main_table, memory_table, set_comparison
 from targets import verdicts
@@ -113,9 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        # The raw runs, for a second look (or a report that failed to render).
-        raw = [dataclasses.asdict(run) for run in results.runs]
-        (WORK / "last-runs.json").write_text(json.dumps(raw), encoding="utf-8")
+        keep_runs(results.runs, "last-runs.json")
 
     title = "smoke run (tiny site, not a measurement)" if args.smoke else f"medians of {runs} run(s) per tool"
     out = [f"# sitewalk benchmark: {title}", "", *machine_facts(start_commit), "",

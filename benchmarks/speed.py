@@ -11,8 +11,6 @@ See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import shutil
 import statistics
@@ -28,7 +26,7 @@ import startup
 from concurrency import FLOOR_CONCURRENCY, FLOOR_TOOL, PACKAGES, latency, sitewalk_tool
 from experiments import rounds
 from measure import Results, Tools
-from sites import WORK, Site, lock_work, prepare_docs, prepare_generated
+from sites import Site, lock_work, prepare_docs, prepare_generated
 from tables import failures, fmt
 from targets import Measure, Target, peak_rss_mb, ratio
 
@@ -252,12 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raw = [dataclasses.asdict(r) for r in results.runs]
-        (WORK / "last-speed-runs.json").write_text(json.dumps(raw), encoding="utf-8")
+        report.keep_runs(results.runs, "last-speed-runs.json")
 
     title = "smoke run (tiny site, not a measurement)" if args.smoke else f"medians of {runs} run(s) per tool"
-    facts = report.machine_facts(start_commit)
-    facts.insert(2, f"- load average at the start: {' '.join(f'{x:.2f}' for x in load_before)}")
+    facts = report.facts_with_load(start_commit, load_before)
     out = [f"# Speed (issue 34), one run: {title}", "", *facts, "",
            "Command: `python benchmarks/speed.py" + (" --smoke" if args.smoke else f" --runs {runs}")
            + "".join(f" --only {e}" for e in (args.only or ())) + (" --write-results`." if args.write_results else "`."), "",
