@@ -202,7 +202,7 @@ async def test_the_tool_list_a_model_reads_stays_within_its_budget(tmp_path: Pat
         ("web_crawl", {"include": "("},
          "include '(' is not a valid regular expression: missing ): ("),
         ("web_crawl", {"max_bytes": "60M"},
-         "max_bytes=60000000 is above this server's limit of 5e+07 (sitewalk-mcp --max-bytes)"),
+         "max_bytes=60000000 is above this server's limit of 50000000 (sitewalk-mcp --max-bytes)"),
         ("web_grep", {"pattern": "x", "deadline": "6m"},
          "deadline=360.0 is above this server's limit of 300 (sitewalk-mcp --max-deadline)"),
         ("web_crawl", {"max_bytes": "lots"},

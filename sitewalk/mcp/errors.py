@@ -61,7 +61,8 @@ def argument_errors(error: ValidationError, options: ServerOptions) -> str:
         elif kind == "less_than_equal":
             limit = options.limit(name)
             if limit is not None:
-                problems.append(f"{given} is above this server's limit of {limit[0]:g} (sitewalk-mcp {limit[1]})")
+                most = int(limit[0]) if float(limit[0]).is_integer() else limit[0]
+                problems.append(f"{given} is above this server's limit of {most} (sitewalk-mcp {limit[1]})")
             else:
                 problems.append(f"{given} is above the limit of {bounds['le']}")
         elif kind in ("greater_than_equal", "greater_than"):
