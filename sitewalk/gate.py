@@ -6,7 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from sitewalk.clock import LoopClock
-from sitewalk.kinds import RULES, Pace, kind_of
+from sitewalk.kinds import RULES, STARTED, Pace, kind_of
 from sitewalk.tickets import TICKET, Dropped, Ticket
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ class Gate:
         await self.may_start(pace)
         if self._stopping and isinstance(meta.get(TICKET), Ticket):
             raise Dropped
-        meta["sitewalk_started"] = self.request_started(pace)
+        meta[STARTED] = self.request_started(pace)
 
     def request_over(self, ticket: Ticket, at_turn: Callable[[], None] | None = None) -> None:
         """``ticket``'s request ended without a page (it failed, was dropped by the dupefilter,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitewalk.hints import CLI
 from sitewalk.indexing import indexing_signals
-from sitewalk.kinds import WIRE_BYTES
+from sitewalk.kinds import DEPTH, FETCHED_BYTES, FOUND_ON, WIRE_BYTES
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -15,13 +15,10 @@ if TYPE_CHECKING:
 
     from sitewalk.hints import Surface
 
-__all__ = ["FETCHED_BYTES", "FIELDS", "HTML_TYPES", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type", "page_of"]
+__all__ = ["FIELDS", "HTML_TYPES", "Extract", "IndexEntry", "Match", "Page", "Report", "count", "human_bytes", "media_type", "page_of"]
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-# Request meta key: the bytes fetched for a page when they are more than its body's (a rendered
-# page: its document and every request its browser made, sitewalk.render).
-FETCHED_BYTES = "sitewalk_fetched_bytes"
 
 
 @dataclass(eq=False)
@@ -133,10 +130,10 @@ def page_of(response: Response) -> Page:
         final_url=response.url,
         status=response.status,
         byte_count=response.meta.get(FETCHED_BYTES) or response.meta.get(WIRE_BYTES, len(response.body)),
-        depth=response.meta["sitewalk_depth"],
+        depth=response.meta[DEPTH],
         content_type=media_type(response),
         title=None,
-        found_on=response.meta.get("sitewalk_found_on"),
+        found_on=response.meta.get(FOUND_ON),
         headers={k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()},
         body=response.body,
         encoding=getattr(response, "encoding", None),

@@ -6,7 +6,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KIND", "RULES", "VALIDATED", "WIRE_BYTES", "Kind", "Pace", "Rules", "kind_of"]
+__all__ = [
+    "BUDGET_MAXSIZE", "DEPTH", "FETCHED_BYTES", "FOUND_ON", "KIND", "RULES", "SEED", "STARTED", "VALIDATED", "WIRE_BYTES", "Kind", "Pace",
+    "Rules", "kind_of",
+]
 
 # The request meta key that carries a request's kind; a request without one is a page's.
 KIND = "sitewalk_kind"
@@ -16,6 +19,19 @@ WIRE_BYTES = "sitewalk_wire_bytes"
 # The request meta key naming the page of the state (sitewalk.memory) whose validators a page
 # request sent (If-None-Match, If-Modified-Since): a 304 answer is that page, unchanged.
 VALIDATED = "sitewalk_validated"
+# The bytes fetched for a page when they are more than its response's (a rendered page: its
+# document and every request its browser made, sitewalk.render).
+FETCHED_BYTES = "sitewalk_fetched_bytes"
+# A page request's meta keys (sitewalk.spiders.sitewalk): its depth, the page that linked to it,
+# and whether it is the seed or one of the seed's redirect hops (which may leave the origin).
+DEPTH = "sitewalk_depth"
+FOUND_ON = "sitewalk_found_on"
+SEED = "sitewalk_seed"
+# When the gate let the request start, on the walk's clock (sitewalk.gate.Gate.start).
+STARTED = "sitewalk_started"
+# Set when the download's size bound is what was left of max_bytes (sitewalk.downloadermiddlewares.budget):
+# a body cut at that bound is the budget's stop, not the page's failure.
+BUDGET_MAXSIZE = "sitewalk_budget_maxsize"
 
 
 class Kind(enum.Enum):

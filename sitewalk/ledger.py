@@ -9,7 +9,7 @@ from scrapy.exceptions import StopDownload
 
 from sitewalk.failures import timed_out, too_large
 from sitewalk.items import human_bytes
-from sitewalk.kinds import WIRE_BYTES, Kind, kind_of
+from sitewalk.kinds import BUDGET_MAXSIZE, WIRE_BYTES, Kind, kind_of
 from sitewalk.tickets import TICKET, Ticket
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ class Ledger:
             return "max-bytes", str(failure.value)
         if timed_out(failure) and self.seconds_left() <= 0.05:
             return "deadline", f"cut off at the deadline (deadline={self.deadline:g}s)"
-        if request.meta.get("sitewalk_budget_maxsize") and too_large(failure):
+        if request.meta.get(BUDGET_MAXSIZE) and too_large(failure):
             # Its body grew past max_bytes as it was decompressed.
             return "max-bytes", f"cut off at max_bytes (max_bytes={self.max_bytes}, passed as it was unpacked)"
         return None

@@ -12,6 +12,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from sitewalk._compat import DecompressionMaxSizeExceeded, robots_sitemaps
 from sitewalk.failures import Failed, describe
+from sitewalk.kinds import BUDGET_MAXSIZE
 from sitewalk.ledger import BytesSpent
 from sitewalk.linkreport import http_reason
 from sitewalk.links import normalize
@@ -163,7 +164,7 @@ class Sitemaps:
         """The file ``url`` grew past its request's size limit (``meta``): the budget's, which
         stops the walk, or DOWNLOAD_MAXSIZE."""
         size = meta["download_maxsize"]
-        if not meta.get("sitewalk_budget_maxsize"):
+        if not meta.get(BUDGET_MAXSIZE):
             return self._not_read(url, Failed("too-large", f"larger than the download size limit (DOWNLOAD_MAXSIZE={size})"))
         cut = Failed("budget", f"cut off at max_bytes (max_bytes={self._walk.ledger.max_bytes}, passed as it was unpacked)")
         return self._not_read(url, cut, stop="max-bytes")

@@ -13,6 +13,7 @@ from sitewalk import patterns
 from sitewalk.absence import Absence
 from sitewalk.failures import Failed
 from sitewalk.items import Match, Page
+from sitewalk.kinds import FOUND_ON
 from sitewalk.state import WalkComponent
 from sitewalk.text import page_lines
 
@@ -90,7 +91,7 @@ class ConsumedMiddleware(WalkComponent):
         logger.warning("%s raised %s on %s: a failure of kind consumer (the traceback is logged at DEBUG)",
                        where, type(exc).__name__, url)
         failed = Failed("consumer", f"{where} raised {type(exc).__name__}: {exc}")
-        self.walk.page_failed(url, response.meta.get("sitewalk_found_on"), failed, self.crawler.stats)
+        self.walk.page_failed(url, response.meta.get(FOUND_ON), failed, self.crawler.stats)
 
 
 class GrepMiddleware(WalkComponent):

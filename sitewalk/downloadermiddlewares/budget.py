@@ -14,7 +14,7 @@ from sitewalk._compat import (
     decompression_warning_response,
     maxsize_warning_request,
 )
-from sitewalk.kinds import WIRE_BYTES, Kind, kind_of
+from sitewalk.kinds import BUDGET_MAXSIZE, WIRE_BYTES, Kind, kind_of
 from sitewalk.ledger import BytesSpent
 from sitewalk.state import WalkComponent
 
@@ -92,7 +92,7 @@ class BudgetMiddleware(WalkComponent):
         # which page a bomb cuts does not depend on the pages in flight beside it.
         budget_bound = not self._maxsize or ledger.max_bytes <= self._maxsize
         request.meta["download_maxsize"] = ledger.max_bytes if budget_bound else self._maxsize
-        request.meta["sitewalk_budget_maxsize"] = budget_bound
+        request.meta[BUDGET_MAXSIZE] = budget_bound
         if budget_bound:
             self._budget_bound.add(str(request))
 
@@ -112,7 +112,7 @@ class BudgetMiddleware(WalkComponent):
         self._budget_bound.discard(str(request))
         # The status line's reason phrase, which the headers signal does not carry.
         self.walk.ledger.charge(request.meta, get_status_size(response.status) - _STATUS_LINE, refusable=False)
-        said_here = request.meta.get("sitewalk_budget_maxsize") or kind_of(request.meta) is Kind.SITEMAP
+        said_here = request.meta.get(BUDGET_MAXSIZE) or kind_of(request.meta) is Kind.SITEMAP
         if said_here and response.headers.get(b"Content-Encoding"):
             self._budget_bound_responses.add(str(response))
         return response

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitewalk.failures import OffOrigin
-from sitewalk.kinds import RULES, kind_of
+from sitewalk.kinds import RULES, SEED, kind_of
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class SameOriginMiddleware(WalkComponent):
     """
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get("sitewalk_seed") or RULES[kind_of(request.meta)].any_origin:
+        if request.meta.get(SEED) or RULES[kind_of(request.meta)].any_origin:
             return
         if self.walk.frontier.same_origin(request.url):
             return

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
+from sitewalk.kinds import DEPTH, STARTED
 from sitewalk.state import WalkComponent
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class RetryAfterMiddleware(WalkComponent):
         self._in_a_row = 0
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        if request.meta.get("sitewalk_depth") is None:
+        if request.meta.get(DEPTH) is None:
             return response  # robots.txt, a sitemap: not a page of the walk
         if response.status not in (429, 503):
             self._in_a_row = 0
@@ -54,7 +55,7 @@ class RetryAfterMiddleware(WalkComponent):
         wait = min(asked if asked is not None else 2.0 ** self._in_a_row, self._most)
         if wait >= self.walk.ledger.seconds_left():
             return response
-        if self.walk.gate.pause(wait, request.meta.get("sitewalk_started", float("-inf"))):
+        if self.walk.gate.pause(wait, request.meta.get(STARTED, float("-inf"))):
             self._in_a_row += 1
             self.crawler.stats.inc_value("sitewalk/retry/pauses")
             logger.info("%s answered %d: pausing the walk for %gs, then asking again", request.url, response.status, wait)

@@ -13,8 +13,8 @@ from scrapy.http import Headers, HtmlResponse
 
 from sitewalk.failures import RenderFailed
 from sitewalk.hints import CLI
-from sitewalk.items import FETCHED_BYTES, HTML_TYPES, media_type
-from sitewalk.kinds import WIRE_BYTES
+from sitewalk.items import HTML_TYPES, media_type
+from sitewalk.kinds import DEPTH, FETCHED_BYTES, WIRE_BYTES
 from sitewalk.ledger import BytesSpent
 from sitewalk.links import UTF8_CHARSETS
 from sitewalk.render.browser import Browser, chromium_path
@@ -81,7 +81,7 @@ class RenderMiddleware(WalkComponent):
 
     async def process_response(self, request: Request, response: Response) -> Response:
         ticket = request.meta.get(TICKET)
-        if request.meta.get("sitewalk_depth") is None or not isinstance(ticket, Ticket):
+        if request.meta.get(DEPTH) is None or not isinstance(ticket, Ticket):
             return response  # robots.txt, a sitemap, a request of the browser: not a page
         if not 200 <= response.status < 300 or media_type(response) not in HTML_TYPES or not response.body:
             return response

@@ -12,7 +12,7 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
 from sitewalk.failures import describe, too_large
-from sitewalk.kinds import KIND, WIRE_BYTES, Kind
+from sitewalk.kinds import BUDGET_MAXSIZE, KIND, WIRE_BYTES, Kind
 from sitewalk.ledger import BytesSpent
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class PageRun:
         stats = self._crawler.stats
         stats.inc_value("sitewalk/render/request_failures")
         failure = Failure(exc)
-        if failure.check(BytesSpent) or (request.meta.get("sitewalk_budget_maxsize") and too_large(failure)):
+        if failure.check(BytesSpent) or (request.meta.get(BUDGET_MAXSIZE) and too_large(failure)):
             # Cut off at the bytes the walk had left: the page does not fit in max_bytes.
             self.over_budget = True
             self._changed.set()

@@ -13,7 +13,7 @@ from sitewalk.extensions import WalkMemory
 from sitewalk.failures import HOST_KINDS, Failed, RobotsDisallowed, RobotsUnreachable, describe
 from sitewalk.hints import CLI, SCRAPYD
 from sitewalk.items import Page, count, page_of
-from sitewalk.kinds import KIND, VALIDATED, Kind
+from sitewalk.kinds import DEPTH, FOUND_ON, KIND, SEED, VALIDATED, Kind
 from sitewalk.reading import PageReading
 from sitewalk.state import Walk
 from sitewalk.tickets import TICKET, Dropped, Ticket
@@ -134,7 +134,7 @@ class SitewalkSpider(Spider):
             ticket = gate.request_sent(url)
             # The page holds its place in max_pages from now: it counts the requests sent, not the pages arrived.
             ledger.hold(ticket)
-            meta = {"sitewalk_depth": depth, "sitewalk_found_on": found_on, "sitewalk_seed": depth == 0, TICKET: ticket}
+            meta = {DEPTH: depth, FOUND_ON: found_on, SEED: depth == 0, TICKET: ticket}
             headers = {"Referer": found_on} if found_on and referer else None
             yield Request(url, callback=self.parse, errback=self.errback, meta=meta, headers=headers)
         # The requests in flight are the budget's: their pages go through, and their links tell
@@ -156,7 +156,7 @@ class SitewalkSpider(Spider):
         ticket: Ticket = response.meta[TICKET]
         page = page_of(response)
         gate.page_arrived(ticket, page)
-        if response.meta.get("sitewalk_seed"):
+        if response.meta.get(SEED):
             walk.frontier.set_origin(response.url)
             if self._sitemaps is not None and walk.frontier.origin is not None:
                 self._sitemaps.start(walk.frontier.origin)
@@ -201,7 +201,7 @@ class SitewalkSpider(Spider):
             return
         if failure.check(RobotsDisallowed, RobotsUnreachable):
             exc = failure.value
-            if not request.meta.get("sitewalk_seed"):
+            if not request.meta.get(SEED):
                 walk.gate.request_over(ticket, lambda: self._robots_skipped(url))
                 return
             # A host that cannot be reached fails its robots.txt first: that is the seed's own problem.
@@ -232,7 +232,7 @@ class SitewalkSpider(Spider):
 
     def request_dropped(self, request: Request) -> None:
         """A redirect led to a URL already known: a loop is a failure, any other a duplicate."""
-        if request.meta.get("sitewalk_depth") is None:
+        if request.meta.get(DEPTH) is None:
             return
         chain = request.meta.get("redirect_urls", [])
         if request.url in chain:
@@ -244,10 +244,10 @@ class SitewalkSpider(Spider):
             self.crawler.stats.inc_value("sitewalk/dupefilter/redirect_to_known")
 
     def _failed(self, request: Request, url: str, failed: Failed) -> None:
-        if request.meta.get("sitewalk_seed"):
+        if request.meta.get(SEED):
             self.walk.results.seed_error = (url, failed)
             return
-        self.walk.page_failed(url, request.meta.get("sitewalk_found_on"), failed, self.crawler.stats)
+        self.walk.page_failed(url, request.meta.get(FOUND_ON), failed, self.crawler.stats)
 
     async def closed(self, reason: str) -> None:
         await self._reading.close()
