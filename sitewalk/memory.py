@@ -9,7 +9,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from sitewalk.exceptions import SitewalkError
@@ -47,6 +47,24 @@ CREATE TABLE IF NOT EXISTS pages (
     change TEXT, gone_in INTEGER);
 CREATE INDEX IF NOT EXISTS pages_final_url ON pages (final_url);
 """
+
+
+class _Row(NamedTuple):
+    """A row of the pages table, its columns in the table's order (an INSERT takes it as it is)."""
+
+    url: str
+    final_url: str
+    status: int
+    etag: str | None
+    last_modified: str | None
+    hash: str | None
+    content_type: str | None
+    title: str | None
+    links: str | None  # JSON
+    walk: int | None
+    present: int
+    change: str
+    gone_in: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +226,7 @@ class Memory:
         self.walk: int | None = None
         # The page rows to write when their page is settled (the pages table's columns), by ticket
         # number; with whether the row is the one the request validated, unchanged (then updated in place).
-        self._pending: dict[int, tuple[bool, list[Any]]] = {}
+        self._pending: dict[int, tuple[bool, _Row]] = {}
         # The rows a request may validate, by final URL, from begin().
         self._known: dict[str, Remembered] = {}
         self._changes: Changes | None = None
@@ -249,11 +267,11 @@ class Memory:
             page.links = json.loads(links) if links is not None else []
             # The row as it was, under this request's URL, with the validators the 304 sent, if any;
             # its links as the state holds them (not encoded again).
-            self._pending[number] = page.url == validated, [
+            self._pending[number] = page.url == validated, _Row(
                 page.url, final_url, status, _header(response, b"ETag") or etag,
                 _header(response, b"Last-Modified") or modified, digest, content_type, title, links, self.walk, 1,
                 "unchanged", None,
-            ]
+            )
             return page.links
         before = (db.execute("SELECT status, hash, present FROM pages WHERE url = ?", (page.url,)).fetchone()
                   or db.execute("SELECT status, hash, present FROM pages WHERE final_url = ? ORDER BY walk DESC LIMIT 1",
@@ -267,12 +285,12 @@ class Memory:
             page.change = "unchanged"
         else:
             page.change = "changed"
-        self._pending[number] = False, [
+        self._pending[number] = False, _Row(
             page.url, page.final_url, page.status, _header(response, b"ETag"), _header(response, b"Last-Modified"),
             digest, page.content_type, None, None, self.walk, int(not gone), page.change,
             # The walk that found it gone, for the report's removed.
             self.walk if gone and before is not None and before[2] else None,
-        ]
+        )
         return None
 
     def settled(self, number: int, page: Page) -> None:
@@ -286,14 +304,14 @@ class Memory:
             # A 304 for the row it validated: only what a walk changes is written, in place (a
             # third of the time of replacing the row, whose indexes then change too).
             self._db.execute("UPDATE pages SET etag = ?, last_modified = ?, walk = ?, present = 1, change = 'unchanged', "
-                             "gone_in = NULL WHERE url = ?", (row[3], row[4], self.walk, row[0]))
+                             "gone_in = NULL WHERE url = ?", (row.etag, row.last_modified, self.walk, row.url))
         else:
             if page.status != 304:
-                row[7], row[8] = page.title, json.dumps(page.links) if page.links is not None else None
+                row = row._replace(title=page.title, links=json.dumps(page.links) if page.links is not None else None)
             self._db.execute(
                 "INSERT OR REPLACE INTO pages (url, final_url, status, etag, last_modified, hash, content_type, title, "
                 "links, walk, present, change, gone_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-        self._known[row[1]] = Remembered(row[0], row[2], row[3], row[4])
+        self._known[row.final_url] = Remembered(row.url, row.status, row.etag, row.last_modified)
 
     def released(self, number: int) -> None:
         """Request ``number`` ended without a page that counts: nothing is written of it."""
